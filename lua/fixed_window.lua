@@ -1,0 +1,84 @@
+--[[ sluice: fixed window counter.
+
+Contract (EVAL/EVALSHA, one key):
+  KEYS[1]  HASH holding the current window: window, count
+  ARGV[1]  max: jobs admitted per window, integer 1..1000000000
+  ARGV[2]  window_ms: the window length in milliseconds, 1..31622400000
+  ARGV[3]  optional: now, integer microseconds since the epoch
+           (default: Redis TIME; expiry is set on this clock, so a time in
+           the past makes the key expire at once)
+  Reply    {allowed, remaining, wait_us}
+           allowed = 1: admitted now (wait_us = 0); remaining = jobs still
+             admitted in this window.
+           allowed = 0: denied, nothing changed; wait_us = time until the
+             next window opens.
+  Errors   a bad argument gets an error reply naming it.
+
+Windows are aligned to the epoch (window k covers [k*window, (k+1)*window)),
+so every worker of a fleet agrees on them. Known trade-off, kept on
+purpose: up to 2*max jobs can pass around a window boundary; use the
+sliding window log or counter where that matters.
+
+Numbers are written with %d, never tostring. The key expires when its
+window ends.
+]]
+
+
+-- Admission decision: pure, no Redis calls. state = {window, count}
+-- (window nil when absent). Returns allowed, remaining, wait_us, new state.
+local function fixed_window_decide(state, max, window_ms, now)
+  local window_us = window_ms * 1000
+  local window = math.floor(now / window_us)
+  local count = 0
+  if state.window == window then count = state.count end
+  if count >= max then
+    return 0, 0, (window + 1) * window_us - now, nil
+  end
+  count = count + 1
+  return 1, max - count, 0, {window = window, count = count}
+end
+
+-- Argument parsing: every failure names the argument.
+local function parse_int(i, name, lo, hi)
+  local s = ARGV[i]
+  if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
+  if not string.match(s, '^%d+$') or #s > 16 then
+    return nil, string.format("ARGV[%d] (%s) must be an integer, got '%s'", i, name, s:sub(1, 40))
+  end
+  local v = tonumber(s)
+  if v < lo or v > hi then
+    return nil, string.format('ARGV[%d] (%s) must be between %d and %d, got %s', i, name, lo, hi, s)
+  end
+  return v
+end
+
+local function parse_args()
+  if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the window HASH)' end
+  if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV max, window_ms [, now_us]' end
+  local a, err = {}, nil
+  a.max, err = parse_int(1, 'max', 1, 1000000000)
+  if err then return nil, err end
+  a.window_ms, err = parse_int(2, 'window_ms', 1, 31622400000)
+  if err then return nil, err end
+  if ARGV[3] then
+    a.now, err = parse_int(3, 'now_us', 0, 9007199254740991)
+    if err then return nil, err end
+  else
+    local t = redis.call('TIME')
+    a.now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return a
+end
+
+local args, err = parse_args()
+if not args then return redis.error_reply('ERR fixed_window: ' .. err) end
+
+local stored = redis.call('HMGET', KEYS[1], 'window', 'count')
+local state = {window = tonumber(stored[1]), count = tonumber(stored[2]) or 0}
+local allowed, remaining, wait_us, new_state = fixed_window_decide(state, args.max, args.window_ms, args.now)
+if new_state then
+  redis.call('HSET', KEYS[1], 'window', string.format('%d', new_state.window),
+    'count', string.format('%d', new_state.count))
+  redis.call('PEXPIREAT', KEYS[1], string.format('%d', (new_state.window + 1) * args.window_ms))
+end
+return {allowed, remaining, wait_us}

@@ -1,0 +1,32 @@
+/* redis_server.h - a private redis-server for one test process. */
+#ifndef SLUICE_TEST_REDIS_SERVER_H
+#define SLUICE_TEST_REDIS_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <hiredis/hiredis.h>
+
+typedef struct rs_server {
+    pid_t pid;     /* 0 when not running */
+    int port;      /* on 127.0.0.1 */
+    char dir[64];  /* its working directory, removed by rs_stop */
+} rs_server;
+
+/* Starts redis-server on a free loopback port in a fresh temporary
+ * directory and waits (at most 5 s) until it answers PING. The server dies
+ * with the calling process. False, with a message in err, on failure. */
+bool rs_start(rs_server *server, char *err, size_t err_size);
+
+/* Stops the server by its PID (SIGTERM, SIGKILL after 5 s), reaps it and
+ * removes its directory. Safe to call on a server that is not running. */
+void rs_stop(rs_server *server);
+
+/* A new blocking connection to the server, or NULL. Caller frees. */
+redisContext *rs_connect(const rs_server *server);
+
+/* A free TCP port on 127.0.0.1 at the time of the call (0 on failure). */
+int rs_free_port(void);
+
+#endif
