@@ -24,6 +24,7 @@ window ends.
 ]]
 
 
+-- sluice:model begin (shared with the claim script: see tools/embed_lua.c)
 -- Admission decision: pure, no Redis calls. state = {window, count}
 -- (window nil when absent). Returns allowed, remaining, wait_us, new state.
 local function fixed_window_decide(state, max, window_ms, now)
@@ -37,6 +38,19 @@ local function fixed_window_decide(state, max, window_ms, now)
   count = count + 1
   return 1, max - count, 0, {window = window, count = count}
 end
+
+local function fixed_window_load(key)
+  local stored = redis.call('HMGET', key, 'window', 'count')
+  return {window = tonumber(stored[1]), count = tonumber(stored[2]) or 0}
+end
+
+-- Writes the count; it expires when its window ends.
+local function fixed_window_store(key, state, max, window_ms)
+  redis.call('HSET', key, 'window', string.format('%d', state.window),
+    'count', string.format('%d', state.count))
+  redis.call('PEXPIREAT', key, string.format('%d', (state.window + 1) * window_ms))
+end
+-- sluice:model end
 
 -- Argument parsing: every failure names the argument.
 local function parse_int(i, name, lo, hi)
@@ -73,12 +87,7 @@ end
 local args, err = parse_args()
 if not args then return redis.error_reply('ERR fixed_window: ' .. err) end
 
-local stored = redis.call('HMGET', KEYS[1], 'window', 'count')
-local state = {window = tonumber(stored[1]), count = tonumber(stored[2]) or 0}
+local state = fixed_window_load(KEYS[1])
 local allowed, remaining, wait_us, new_state = fixed_window_decide(state, args.max, args.window_ms, args.now)
-if new_state then
-  redis.call('HSET', KEYS[1], 'window', string.format('%d', new_state.window),
-    'count', string.format('%d', new_state.count))
-  redis.call('PEXPIREAT', KEYS[1], string.format('%d', (new_state.window + 1) * args.window_ms))
-end
+if new_state then fixed_window_store(KEYS[1], new_state, args.max, args.window_ms) end
 return {allowed, remaining, wait_us}

@@ -25,6 +25,7 @@ numbers are written with %d, never tostring. The key expires when the
 bucket has drained; from then on a missing key gives the same answers.
 ]]
 
+-- sluice:model begin (shared with the claim script: see tools/embed_lua.c)
 local JOB = 1000000000 -- one job, in bucket units (nano-jobs); R units leak per us
 
 local function ceildiv(a, b)
@@ -45,6 +46,20 @@ local function policing_decide(state, capacity, rate_milli, now)
   level = level + JOB
   return 1, math.floor((capacity * JOB - level) / JOB), 0, {level = level, last = math.max(now, last)}
 end
+
+local function policing_load(key)
+  local stored = redis.call('HMGET', key, 'level', 'last')
+  return {level = tonumber(stored[1]) or 0, last = tonumber(stored[2]) or 0}
+end
+
+-- Writes the meter; it expires once the bucket has drained.
+local function policing_store(key, state, capacity, rate_milli)
+  redis.call('HSET', key, 'level', string.format('%d', state.level),
+    'last', string.format('%d', state.last))
+  local drained_at = state.last + ceildiv(state.level, rate_milli)
+  redis.call('PEXPIREAT', key, string.format('%d', ceildiv(drained_at, 1000)))
+end
+-- sluice:model end
 
 -- Argument parsing: every failure names the argument.
 local function parse_int(i, name, lo, hi)
@@ -99,13 +114,7 @@ end
 local args, err = parse_args()
 if not args then return redis.error_reply('ERR policing: ' .. err) end
 
-local stored = redis.call('HMGET', KEYS[1], 'level', 'last')
-local state = {level = tonumber(stored[1]) or 0, last = tonumber(stored[2]) or 0}
+local state = policing_load(KEYS[1])
 local allowed, remaining, wait_us, new_state = policing_decide(state, args.capacity, args.rate_milli, args.now)
-if new_state then
-  redis.call('HSET', KEYS[1], 'level', string.format('%d', new_state.level),
-    'last', string.format('%d', new_state.last))
-  local drained_at = new_state.last + ceildiv(new_state.level, args.rate_milli)
-  redis.call('PEXPIREAT', KEYS[1], string.format('%d', ceildiv(drained_at, 1000)))
-end
+if new_state then policing_store(KEYS[1], new_state, args.capacity, args.rate_milli) end
 return {allowed, remaining, wait_us}

@@ -28,6 +28,7 @@ rounded up to a whole microsecond. The key expires when next_free passes;
 from then on a missing key and the stored one give the same answers.
 ]]
 
+-- sluice:model begin (shared with the claim script: see tools/embed_lua.c)
 local JOB = 1000000000 -- one job, in bucket units (nano-jobs); R units leak per us
 
 local function ceildiv(a, b)
@@ -53,6 +54,19 @@ local function shaping_decide(state, capacity, rate_milli, now)
   local remaining = math.floor((capacity * JOB - level - JOB) / JOB)
   return 1, remaining, next_free - now, new_state
 end
+
+local function shaping_load(key)
+  local stored = redis.call('HMGET', key, 'next_free', 'frac')
+  return {next_free = tonumber(stored[1]) or 0, frac = tonumber(stored[2]) or 0}
+end
+
+-- Writes the schedule; it expires once next_free has passed.
+local function shaping_store(key, state)
+  redis.call('HSET', key, 'next_free', string.format('%d', state.next_free),
+    'frac', string.format('%d', state.frac))
+  redis.call('PEXPIREAT', key, string.format('%d', ceildiv(state.next_free, 1000)))
+end
+-- sluice:model end
 
 -- Argument parsing: every failure names the argument.
 local function parse_int(i, name, lo, hi)
@@ -107,12 +121,7 @@ end
 local args, err = parse_args()
 if not args then return redis.error_reply('ERR shaping: ' .. err) end
 
-local stored = redis.call('HMGET', KEYS[1], 'next_free', 'frac')
-local state = {next_free = tonumber(stored[1]) or 0, frac = tonumber(stored[2]) or 0}
+local state = shaping_load(KEYS[1])
 local allowed, remaining, wait_us, new_state = shaping_decide(state, args.capacity, args.rate_milli, args.now)
-if new_state then
-  redis.call('HSET', KEYS[1], 'next_free', string.format('%d', new_state.next_free),
-    'frac', string.format('%d', new_state.frac))
-  redis.call('PEXPIREAT', KEYS[1], string.format('%d', ceildiv(new_state.next_free, 1000)))
-end
+if new_state then shaping_store(KEYS[1], new_state) end
 return {allowed, remaining, wait_us}

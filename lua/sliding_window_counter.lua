@@ -25,6 +25,7 @@ Numbers are written with %d, never tostring. The key expires when the
 window after its own has ended.
 ]]
 
+-- sluice:model begin (shared with the claim script: see tools/embed_lua.c)
 -- Time until a denied job would pass: later in this window as the previous
 -- window's weight falls, or in the next window once its own count weighs less.
 local function sliding_counter_wait(cur, prev, max, window_ms, start_us, now)
@@ -59,6 +60,19 @@ local function sliding_counter_decide(state, max, window_ms, now)
   local remaining = math.floor((max * window_ms - weighted_prev) / window_ms) - cur
   return 1, remaining, 0, {window = window, cur = cur, prev = prev}
 end
+
+local function sliding_counter_load(key)
+  local stored = redis.call('HMGET', key, 'window', 'cur', 'prev')
+  return {window = tonumber(stored[1]), cur = tonumber(stored[2]) or 0, prev = tonumber(stored[3]) or 0}
+end
+
+-- Writes both counts; they expire when the window after this one ends.
+local function sliding_counter_store(key, state, max, window_ms)
+  redis.call('HSET', key, 'window', string.format('%d', state.window),
+    'cur', string.format('%d', state.cur), 'prev', string.format('%d', state.prev))
+  redis.call('PEXPIREAT', key, string.format('%d', (state.window + 2) * window_ms))
+end
+-- sluice:model end
 
 -- Argument parsing: every failure names the argument.
 local function parse_int(i, name, lo, hi)
@@ -98,12 +112,7 @@ end
 local args, err = parse_args()
 if not args then return redis.error_reply('ERR sliding_window_counter: ' .. err) end
 
-local stored = redis.call('HMGET', KEYS[1], 'window', 'cur', 'prev')
-local state = {window = tonumber(stored[1]), cur = tonumber(stored[2]) or 0, prev = tonumber(stored[3]) or 0}
+local state = sliding_counter_load(KEYS[1])
 local allowed, remaining, wait_us, new_state = sliding_counter_decide(state, args.max, args.window_ms, args.now)
-if new_state then
-  redis.call('HSET', KEYS[1], 'window', string.format('%d', new_state.window),
-    'cur', string.format('%d', new_state.cur), 'prev', string.format('%d', new_state.prev))
-  redis.call('PEXPIREAT', KEYS[1], string.format('%d', (new_state.window + 2) * args.window_ms))
-end
+if new_state then sliding_counter_store(KEYS[1], new_state, args.max, args.window_ms) end
 return {allowed, remaining, wait_us}

@@ -24,15 +24,38 @@ Numbers are written with %d, never tostring. The key expires one window
 after its newest entry.
 ]]
 
+-- sluice:model begin (shared with the claim script: see tools/embed_lua.c)
 local function ceildiv(a, b)
   return math.floor((a + b - 1) / b)
 end
 
-local function fmt(n)
-  return string.format('%d', n)
+local function sliding_log_load(key)
+  return {key = key}
 end
 
--- Argument parsing: every failure names the argument.
+-- The log's state is the ZSET itself, so deciding reads it (and trims the
+-- entries that have left the window, which changes no answer).
+local function sliding_log_decide(state, max, window_ms, now)
+  local key, window_us = state.key, window_ms * 1000
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window_us))
+  local count = redis.call('ZCARD', key)
+  if count >= max then
+    local blocking = redis.call('ZRANGE', key, count - max, count - max, 'WITHSCORES')
+    return 0, 0, tonumber(blocking[2]) + window_us - now, nil
+  end
+  return 1, max - count - 1, 0, {key = key, now = now}
+end
+
+-- Records the admission; the key expires one window after its newest entry.
+local function sliding_log_store(key, state, max, window_ms)
+  local now = string.format('%d', state.now)
+  local same_us = redis.call('ZCOUNT', key, now, now)
+  redis.call('ZADD', key, now, now .. ':' .. string.format('%d', same_us))
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', key, string.format('%d', ceildiv(tonumber(newest[2]) + window_ms * 1000, 1000)))
+end
+-- sluice:model end
+
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -67,15 +90,7 @@ end
 local args, err = parse_args()
 if not args then return redis.error_reply('ERR sliding_window_log: ' .. err) end
 
-local key, now, window_us = KEYS[1], args.now, args.window_ms * 1000
-redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(now - window_us))
-local count = redis.call('ZCARD', key)
-if count >= args.max then
-  local blocking = redis.call('ZRANGE', key, count - args.max, count - args.max, 'WITHSCORES')
-  return {0, 0, tonumber(blocking[2]) + window_us - now}
-end
-local same_us = redis.call('ZCOUNT', key, fmt(now), fmt(now))
-redis.call('ZADD', key, fmt(now), fmt(now) .. ':' .. fmt(same_us))
-local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', key, fmt(ceildiv(tonumber(newest[2]) + window_us, 1000)))
-return {1, args.max - count - 1, 0}
+local state = sliding_log_load(KEYS[1])
+local allowed, remaining, wait_us, new_state = sliding_log_decide(state, args.max, args.window_ms, args.now)
+if new_state then sliding_log_store(KEYS[1], new_state, args.max, args.window_ms) end
+return {allowed, remaining, wait_us}

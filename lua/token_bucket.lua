@@ -25,6 +25,7 @@ never tostring. The key expires when the bucket is full again; from then
 on a missing key gives the same answers.
 ]]
 
+-- sluice:model begin (shared with the claim script: see tools/embed_lua.c)
 local JOB = 1000000000 -- one token, in bucket units (nano-tokens); R units refill per us
 
 local function ceildiv(a, b)
@@ -48,6 +49,20 @@ local function token_bucket_decide(state, capacity, rate_milli, now)
   tokens = tokens - JOB
   return 1, math.floor(tokens / JOB), 0, {tokens = tokens, last = math.max(now, last)}
 end
+
+local function token_bucket_load(key)
+  local stored = redis.call('HMGET', key, 'tokens', 'last')
+  return {tokens = tonumber(stored[1]), last = tonumber(stored[2]) or 0}
+end
+
+-- Writes the bucket; it expires once the bucket is full again.
+local function token_bucket_store(key, state, capacity, rate_milli)
+  redis.call('HSET', key, 'tokens', string.format('%d', state.tokens),
+    'last', string.format('%d', state.last))
+  local full_at = state.last + ceildiv(capacity * JOB - state.tokens, rate_milli)
+  redis.call('PEXPIREAT', key, string.format('%d', ceildiv(full_at, 1000)))
+end
+-- sluice:model end
 
 -- Argument parsing: every failure names the argument.
 local function parse_int(i, name, lo, hi)
@@ -102,13 +117,7 @@ end
 local args, err = parse_args()
 if not args then return redis.error_reply('ERR token_bucket: ' .. err) end
 
-local stored = redis.call('HMGET', KEYS[1], 'tokens', 'last')
-local state = {tokens = tonumber(stored[1]), last = tonumber(stored[2]) or 0}
+local state = token_bucket_load(KEYS[1])
 local allowed, remaining, wait_us, new_state = token_bucket_decide(state, args.capacity, args.rate_milli, args.now)
-if new_state then
-  redis.call('HSET', KEYS[1], 'tokens', string.format('%d', new_state.tokens),
-    'last', string.format('%d', new_state.last))
-  local full_at = new_state.last + ceildiv(args.capacity * JOB - new_state.tokens, args.rate_milli)
-  redis.call('PEXPIREAT', KEYS[1], string.format('%d', ceildiv(full_at, 1000)))
-end
+if new_state then token_bucket_store(KEYS[1], new_state, args.capacity, args.rate_milli) end
 return {allowed, remaining, wait_us}

@@ -1,0 +1,35 @@
+/* keys.h - the Redis key names of a tenant (SPEC section 2). */
+#ifndef SLUICE_KEYS_H
+#define SLUICE_KEYS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Longest key: prefix (64) + tenant (128) + ":{" "}:" + "limit:" + limit name (64). */
+#define SL_KEY_MAX 288
+
+typedef struct sl_tenant_keys {
+    char queue[SL_KEY_MAX];
+    char shape[SL_KEY_MAX];
+    char inflight[SL_KEY_MAX];
+    char jobs[SL_KEY_MAX];
+    char retry[SL_KEY_MAX];
+    char dlq[SL_KEY_MAX];
+} sl_tenant_keys;
+
+/* Fills every key of `tenant` under `prefix` ("sluice:{T}:queue", ...).
+ * The hash tag {T} puts them all in one Redis Cluster slot. */
+void sl_tenant_keys_init(sl_tenant_keys *keys, const char *prefix, const char *tenant);
+
+/* Writes "<prefix>:{<tenant>}:limit:<name>" into out (SL_KEY_MAX bytes). */
+void sl_limit_key(char *out, const char *prefix, const char *tenant, const char *limit_name);
+
+/* The tenant of a queue key "<prefix>:{T}:queue", copied into out; false if
+ * the key is not a queue key under prefix or T is not a valid name. */
+bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefix, char *out,
+                              size_t out_size);
+
+/* True for 1..128 characters of [A-Za-z0-9_.:-] (SPEC section 2). */
+bool sl_tenant_name_ok(const char *name);
+
+#endif

@@ -1,0 +1,372 @@
+/* test_claim.c - lua/claim.lua and lua/ack.lua on a real redis-server,
+ * called through the daemon's own encoders (src/claim.h). */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "claim.h"
+#include "redis_fixture.h"
+
+#define SEC INT64_C(1000000)
+#define MAX_BATCH 1000
+
+static redis_fixture fx;
+static char claim_sha[41], ack_sha[41];
+static sl_argv args;
+static sl_tenant_keys keys;
+static int claim_calls;
+
+static void setup(void)
+{
+    redis_fixture_start(&fx);
+    redis_fixture_load(&fx, "claim", claim_sha);
+    redis_fixture_load(&fx, "ack", ack_sha);
+    sl_argv_init(&args);
+    sl_tenant_keys_init(&keys, "sluice", "acme");
+}
+
+static void teardown(void)
+{
+    sl_argv_free(&args);
+    redis_fixture_stop(&fx);
+}
+
+TestSuite(claim, .init = setup, .fini = teardown, .timeout = 60);
+
+static sl_claim_params params(int64_t rate_milli, int64_t lookahead_us, int batch)
+{
+    return (sl_claim_params){
+        .prefix = "sluice", .tenant = "acme", .capacity = 1000, .rate_milli = rate_milli,
+        .lookahead_us = lookahead_us, .lease_us = 30 * SEC, .batch = batch,
+    };
+}
+
+/* A claim's result; jobs are copied so that tests can keep them. */
+typedef struct claimed {
+    sl_claim_result result;
+    char id[MAX_BATCH][64];
+    char job[MAX_BATCH][256];
+    int64_t slot[MAX_BATCH], lease[MAX_BATCH], attempts[MAX_BATCH];
+} claimed;
+
+static claimed *claim(const sl_claim_params *p)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "t%d-", claim_calls++);
+    sl_claim_build(&args, claim_sha, p, prefix);
+    const char **argv = sl_argv_finish(&args);
+    cr_assert_not_null(argv);
+    redisReply *reply = redisCommandArgv(fx.conn, (int)args.count, argv, args.lengths);
+    static sl_claimed_job jobs[MAX_BATCH];
+    claimed *c = calloc(1, sizeof *c);
+    char err[256];
+    cr_assert(sl_claim_parse(reply, &c->result, jobs, MAX_BATCH, err, sizeof err), "%s", err);
+    for (size_t i = 0; i < c->result.job_count; i++) {
+        snprintf(c->id[i], sizeof c->id[i], "%.*s", (int)jobs[i].id_len, jobs[i].id);
+        snprintf(c->job[i], sizeof c->job[i], "%.*s", (int)jobs[i].job_len, jobs[i].job);
+        c->slot[i] = jobs[i].slot_us;
+        c->lease[i] = jobs[i].lease;
+        c->attempts[i] = jobs[i].attempts;
+    }
+    freeReplyObject(reply);
+    return c;
+}
+
+static void send_ack(void)
+{
+    const char **argv = sl_argv_finish(&args);
+    redisReply *reply = redisCommandArgv(fx.conn, (int)args.count, argv, args.lengths);
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY, "ack failed: %s",
+              reply && reply->str ? reply->str : "no reply");
+    freeReplyObject(reply);
+}
+
+static void push(const char *job)
+{
+    freeReplyObject(redisCommand(fx.conn, "LPUSH %s %s", keys.queue, job));
+}
+
+static long long count(const char *command, const char *key)
+{
+    redisReply *reply = redisCommand(fx.conn, command, key);
+    cr_assert(reply && reply->type == REDIS_REPLY_INTEGER);
+    long long n = reply->integer;
+    freeReplyObject(reply);
+    return n;
+}
+
+/* The newest dead-letter record, as a string the caller frees. */
+static char *newest_dead_letter(void)
+{
+    redisReply *reply = redisCommand(fx.conn, "LINDEX %s 0", keys.dlq);
+    cr_assert(reply && reply->type == REDIS_REPLY_STRING, "no dead letter");
+    char *text = strdup(reply->str);
+    freeReplyObject(reply);
+    return text;
+}
+
+Test(claim, gives_fifo_jobs_slots_one_interval_apart)
+{
+    for (int i = 0; i < 5; i++) {
+        char job[32];
+        snprintf(job, sizeof job, "{\"body\":\"job %d\"}", i);
+        push(job);
+    }
+    sl_claim_params p = params(10000, 2 * SEC, 100); /* 10/s */
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 5);
+    for (int i = 0; i < 5; i++) {
+        char expect[32];
+        snprintf(expect, sizeof expect, "{\"body\":\"job %d\"}", i);
+        cr_assert_str_eq(c->job[i], expect, "FIFO");
+        cr_assert_eq(c->slot[i] - c->slot[0], i * 100000, "slot %d", i);
+        cr_assert_eq(c->lease[i], c->slot[i] + 30 * SEC);
+        cr_assert_eq(c->attempts[i], 0);
+        for (int j = 0; j < i; j++)
+            cr_assert_str_neq(c->id[i], c->id[j], "ids are unique");
+    }
+    cr_assert_eq(c->result.queue_len, 0);
+    cr_assert_eq(c->result.next_us, 0, "queue empty: idle");
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 5);
+    cr_assert_eq(count("HLEN %s", keys.jobs), 5);
+    free(c);
+}
+
+Test(claim, claims_only_within_the_lookahead)
+{
+    for (int i = 0; i < 5; i++)
+        push("{}");
+    sl_claim_params p = params(1000, 100000, 100); /* 1/s, 100 ms ahead */
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 1);
+    cr_assert_eq(c->result.queue_len, 4);
+    /* the next slot is 1 s after the first: claim again 100 ms before it */
+    cr_assert_eq(c->result.next_us, c->slot[0] + SEC - 100000);
+    free(c);
+    claimed *again = claim(&p);
+    cr_assert_eq(again->result.job_count, 0, "nothing new inside the lookahead yet");
+    free(again);
+}
+
+Test(claim, batch_bounds_a_claim)
+{
+    for (int i = 0; i < 30; i++)
+        push("{}");
+    sl_claim_params p = params(1000000, SEC, 10); /* 1000/s */
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 10);
+    cr_assert_leq(c->result.next_us, c->result.now_us, "more is ready: claim again at once");
+    free(c);
+}
+
+Test(claim, acks_done_retry_dead_and_stale_leases)
+{
+    push("{\"id\":\"a\"}");
+    push("{\"id\":\"b\"}");
+    push("{\"id\":\"c\"}");
+    sl_claim_params p = params(1000000, SEC, 10);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 3);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_done(&args, c->id[0], c->lease[0]);
+    sl_ack_retry(&args, c->id[1], c->lease[1], 0, "HTTP 503");
+    sl_ack_dead(&args, c->id[2], c->lease[2], "http_4xx", 404, true, "HTTP 404");
+    sl_ack_done(&args, c->id[2], c->lease[2]); /* already gone: stale */
+    cr_assert_eq(sl_ack_op_count(&args), 4 * 3 + 2 + 4);
+    send_ack();
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 0);
+    cr_assert_eq(count("ZCARD %s", keys.retry), 1);
+    cr_assert_eq(count("HLEN %s", keys.jobs), 1, "only the retrying job keeps its record");
+
+    char *dead = newest_dead_letter();
+    cr_assert_not_null(strstr(dead, "\"reason\":\"http_4xx\""), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"http_status\":404"), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"attempts\":1"), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"tenant\":\"acme\""), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"job\":\"{\\\"id\\\":\\\"c\\\"}\""), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"first_seen_ms\":"), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"dead_at_ms\":"), "%s", dead);
+    free(dead);
+
+    /* the retry goes before new jobs, with its id and one attempt counted */
+    push("{\"id\":\"new\"}");
+    claimed *r = claim(&p);
+    cr_assert_eq(r->result.job_count, 2);
+    cr_assert_str_eq(r->id[0], c->id[1]);
+    cr_assert_eq(r->attempts[0], 1);
+    cr_assert_str_eq(r->job[1], "{\"id\":\"new\"}");
+    /* an ack with the old lease no longer applies */
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_done(&args, c->id[1], c->lease[1] - 1);
+    send_ack();
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 2);
+    free(c);
+    free(r);
+}
+
+Test(claim, expired_leases_are_reclaimed_with_their_record)
+{
+    push("{\"body\":1}");
+    sl_claim_params p = params(1000000, SEC, 10);
+    p.lease_us = 1; /* the worker "dies" at once */
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 1);
+    claimed *again = claim(&p);
+    cr_assert_eq(again->result.reaped, 1);
+    cr_assert_eq(again->result.job_count, 1);
+    cr_assert_str_eq(again->id[0], c->id[0], "same job, same Idempotency-Key");
+    cr_assert_eq(again->attempts[0], 0, "a crash is not an attempt");
+    cr_assert_str_eq(again->job[0], "{\"body\":1}");
+    free(c);
+    free(again);
+}
+
+Test(claim, release_hands_jobs_back_without_an_attempt)
+{
+    push("{}");
+    sl_claim_params p = params(1000000, SEC, 10);
+    claimed *c = claim(&p);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_release(&args, c->id[0], c->lease[0]);
+    send_ack();
+    claimed *again = claim(&p);
+    cr_assert_eq(again->result.job_count, 1);
+    cr_assert_str_eq(again->id[0], c->id[0]);
+    cr_assert_eq(again->attempts[0], 0);
+    free(c);
+    free(again);
+}
+
+Test(claim, overflow_dead_letters_the_newest_excess)
+{
+    for (int i = 0; i < 10; i++) {
+        char job[16];
+        snprintf(job, sizeof job, "j%d", i);
+        push(job);
+    }
+    sl_claim_params p = params(1000, 1, 10); /* 1/s, claims one now */
+    p.capacity = 3;
+    p.overflow_dead_letter = true;
+    p.raw = true;
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.dead_lettered, 7);
+    cr_assert_eq(c->result.job_count, 1);
+    cr_assert_str_eq(c->job[0], "j0", "the oldest job survives");
+    cr_assert_eq(count("LLEN %s", keys.queue), 2, "j1 and j2 wait");
+    char *dead = newest_dead_letter();
+    cr_assert_not_null(strstr(dead, "\"reason\":\"overflow\""), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"job\":\"j3\""), "newest first into the list: %s", dead);
+    free(dead);
+    free(c);
+}
+
+Test(claim, overflow_wait_never_drops)
+{
+    for (int i = 0; i < 10; i++)
+        push("x");
+    sl_claim_params p = params(1000, 1, 10);
+    p.capacity = 3;
+    p.raw = true;
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.dead_lettered, 0);
+    cr_assert_eq(count("LLEN %s", keys.queue), 9);
+    free(c);
+}
+
+Test(claim, expired_jobs_take_no_slot)
+{
+    push("{\"deadline\":1000,\"body\":\"stale\"}");
+    push("{\"body\":\"fresh\"}");
+    sl_claim_params p = params(1000, 100000, 10); /* 1/s */
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.dead_lettered, 1);
+    cr_assert_eq(c->result.job_count, 1);
+    cr_assert_str_eq(c->job[0], "{\"body\":\"fresh\"}");
+    cr_assert_eq(c->slot[0], c->result.now_us, "the fresh job leaves at once");
+    char *dead = newest_dead_letter();
+    cr_assert_not_null(strstr(dead, "\"reason\":\"expired\""), "%s", dead);
+    free(dead);
+    free(c);
+}
+
+Test(claim, max_wait_expires_retries_that_wait_too_long)
+{
+    push("{}");
+    sl_claim_params p = params(1000000, SEC, 10);
+    p.max_wait_us = 500000;
+    claimed *c = claim(&p);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_retry(&args, c->id[0], c->lease[0], 800000, "HTTP 500"); /* due in 0.8 s */
+    send_ack();
+    claimed *again = claim(&p);
+    cr_assert_eq(again->result.job_count, 0);
+    cr_assert_eq(again->result.dead_lettered, 1, "slot 0.8 s after first seen > 0.5 s");
+    char *dead = newest_dead_letter();
+    cr_assert_not_null(strstr(dead, "\"reason\":\"expired\""), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"attempts\":1"), "%s", dead);
+    free(dead);
+    free(c);
+    free(again);
+}
+
+Test(claim, limit_dead_letter_consumes_nothing_else)
+{
+    for (int i = 0; i < 5; i++)
+        push("{}");
+    sl_claim_limit limits[] = {
+        {"quota", "fixed_window", 2, 86400000, true},
+        {"burst", "token_bucket", 100, 1000, false},
+    };
+    sl_claim_params p = params(1000000, SEC, 10);
+    p.limits = limits;
+    p.limit_count = 2;
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 2, "exactly the quota");
+    cr_assert_eq(c->result.dead_lettered, 3);
+    char *dead = newest_dead_letter();
+    cr_assert_not_null(strstr(dead, "\"reason\":\"limit:quota\""), "%s", dead);
+    free(dead);
+    /* the denied jobs took no token: 100 - 2 left */
+    redisReply *tokens = redisCommand(fx.conn, "HGET sluice:{acme}:limit:burst tokens");
+    int64_t left = strtoll(tokens->str, NULL, 10); /* nano-tokens, refilled 1 ms between the slots */
+    cr_assert(left >= 98 * INT64_C(1000000000) && left < 99 * INT64_C(1000000000), "%" PRId64, left);
+    freeReplyObject(tokens);
+    free(c);
+}
+
+Test(claim, limit_delay_holds_the_queue_in_order)
+{
+    push("{\"n\":1}");
+    push("{\"n\":2}");
+    push("{\"n\":3}");
+    sl_claim_limit limits[] = {{"per_sec", "sliding_window_log", 2, 1000, false}};
+    sl_claim_params p = params(1000000, SEC / 10, 10);
+    p.limits = limits;
+    p.limit_count = 1;
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 2);
+    cr_assert_eq(c->result.dead_lettered, 0, "delay never drops");
+    cr_assert_eq(c->result.queue_len, 1);
+    /* held until the first entry leaves the 1 s window */
+    cr_assert_eq(c->result.next_us, c->slot[0] + SEC);
+    redisReply *head = redisCommand(fx.conn, "LINDEX %s -1", keys.queue);
+    cr_assert_str_eq(head->str, "{\"n\":3}");
+    freeReplyObject(head);
+    free(c);
+}
+
+Test(claim, pause_moves_the_schedule_for_the_whole_fleet)
+{
+    push("{}");
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_pause(&args, 2 * SEC);
+    send_ack();
+    sl_claim_params p = params(1000000, SEC / 10, 10);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 0);
+    cr_assert_gt(c->result.next_us, c->result.now_us + SEC, "paused for about 2 s");
+    cr_assert_leq(c->result.next_us, c->result.now_us + 2 * SEC);
+    free(c);
+}
