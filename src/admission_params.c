@@ -18,7 +18,8 @@ const char *sl_window_params_error(const sl_window_params *p, bool counter)
         return "max: must be an integer between 1 and 1000000000";
     if (p->window_ms < 1 || p->window_ms > SL_WINDOW_MS_MAX)
         return "window_ms: must be an integer between 1 and 31622400000 (366 days)";
-    if (counter && (p->max + 1) * p->window_ms > SL_COUNTER_PRODUCT_MAX)
+    /* (max + 1) * window_ms > 2^52, divided so that it cannot overflow */
+    if (counter && p->max + 1 > SL_COUNTER_PRODUCT_MAX / p->window_ms)
         return "max: (max + 1) * window_ms must stay below 2^52 for exact arithmetic";
     return NULL;
 }

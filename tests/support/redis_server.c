@@ -94,15 +94,23 @@ static bool wait_ready(rs_server *server)
 bool rs_start(rs_server *server, char *err, size_t err_size)
 {
     memset(server, 0, sizeof *server);
-    snprintf(server->dir, sizeof server->dir, "/tmp/sluice-test-redis-XXXXXX");
-    if (!mkdtemp(server->dir)) {
-        snprintf(err, err_size, "mkdtemp(%s): %s", server->dir, strerror(errno));
-        return false;
+    return rs_start_on(server, 0, err, err_size);
+}
+
+bool rs_start_on(rs_server *server, int port, char *err, size_t err_size)
+{
+    if (!server->dir[0]) {
+        snprintf(server->dir, sizeof server->dir, "/tmp/sluice-test-redis-XXXXXX");
+        if (!mkdtemp(server->dir)) {
+            snprintf(err, err_size, "mkdtemp(%s): %s", server->dir, strerror(errno));
+            server->dir[0] = '\0';
+            return false;
+        }
     }
-    /* The port may be taken between rs_free_port and the server's bind:
+    /* A free port may be taken between rs_free_port and the server's bind:
      * then the server exits and we try another one. */
-    for (int attempt = 0; attempt < 5; attempt++) {
-        server->port = rs_free_port();
+    for (int attempt = 0; attempt < (port ? 50 : 5); attempt++) {
+        server->port = port ? port : rs_free_port();
         server->pid = spawn_redis(server->dir, server->port);
         if (server->pid < 0) {
             snprintf(err, err_size, "fork: %s", strerror(errno));
@@ -111,8 +119,8 @@ bool rs_start(rs_server *server, char *err, size_t err_size)
         }
         if (wait_ready(server))
             return true;
-        rs_stop(server);
-        mkdir(server->dir, 0700);
+        if (port) /* the old socket may linger a moment */
+            nanosleep(&(struct timespec){0, 100000000}, NULL);
     }
     snprintf(err, err_size, "redis-server did not start on 127.0.0.1 (is it installed?)");
     rs_stop(server);
@@ -136,6 +144,9 @@ void rs_stop(rs_server *server)
         char path[128];
         snprintf(path, sizeof path, "%s/redis.log", server->dir);
         unlink(path);
+        snprintf(path, sizeof path, "%s/dump.rdb", server->dir);
+        unlink(path);
         rmdir(server->dir);
+        server->dir[0] = '\0';
     }
 }

@@ -19,6 +19,10 @@ typedef struct rs_server {
  * with the calling process. False, with a message in err, on failure. */
 bool rs_start(rs_server *server, char *err, size_t err_size);
 
+/* Starts the server again on `port` (0: any free one) in server->dir
+ * (kept if already set, so a saved dump.rdb is loaded back). */
+bool rs_start_on(rs_server *server, int port, char *err, size_t err_size);
+
 /* Stops the server by its PID (SIGTERM, SIGKILL after 5 s), reaps it and
  * removes its directory. Safe to call on a server that is not running. */
 void rs_stop(rs_server *server);

@@ -1,0 +1,17 @@
+/* daemon.h - `sluice run`: the worker threads and the main thread's loop. */
+#ifndef SLUICE_DAEMON_H
+#define SLUICE_DAEMON_H
+
+#include "config.h"
+
+/* Returned after a second stop signal: the caller must end the process at
+ * once (_exit), since worker threads may still be running. */
+#define SL_DAEMON_EXIT_NOW (-1)
+
+/* Runs the daemon until SIGTERM/SIGINT: the first drains (stop claiming,
+ * finish deliveries within grace_ms, hand back the rest), a second stops
+ * at once. Returns the exit code: 0 after a clean drain, 1 otherwise, or
+ * SL_DAEMON_EXIT_NOW. */
+int sl_daemon_run(const sl_config *config);
+
+#endif

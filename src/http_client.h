@@ -1,0 +1,47 @@
+/* http_client.h - asynchronous HTTP requests with libcurl's multi-socket
+ * API, driven by a libevent base (the shape of curl's hiperfifo example).
+ *
+ * One client per worker thread. Connections are kept alive and reused
+ * across requests to the same host. Callbacks run on the base's thread. */
+#ifndef SLUICE_HTTP_CLIENT_H
+#define SLUICE_HTTP_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+typedef struct sl_http_client sl_http_client;
+
+typedef struct sl_http_request {
+    const char *method;      /* "POST", ... */
+    const char *url;
+    const char *const *headers; /* "Name: value" lines */
+    size_t header_count;
+    const char *body;        /* must live until the completion callback */
+    size_t body_len;
+    int64_t timeout_ms;
+} sl_http_request;
+
+typedef struct sl_http_result {
+    int status;              /* HTTP status, 0 when no response (see error) */
+    const char *retry_after; /* Retry-After header value or NULL; valid during the callback */
+    const char *error;       /* transport error text when status is 0, else NULL */
+    int64_t elapsed_us;
+} sl_http_result;
+
+typedef void (*sl_http_done_fn)(void *arg, const sl_http_result *result);
+
+/* A client on base; NULL (message in err) if libcurl fails to set up. */
+sl_http_client *sl_http_client_new(struct event_base *base, char *err, size_t err_size);
+/* Cancels outstanding requests (their callbacks are not called) and frees. */
+void sl_http_client_free(sl_http_client *client);
+/* Starts a request; done(arg, result) is called exactly once, later, from
+ * the event loop (never from inside this call). False if it cannot start. */
+bool sl_http_send(sl_http_client *client, const sl_http_request *request, sl_http_done_fn done,
+                  void *arg);
+/* Requests started and not yet completed. */
+size_t sl_http_in_flight(const sl_http_client *client);
+
+#endif

@@ -1,0 +1,482 @@
+/* tenant.c - one tenant's pipeline on its worker thread:
+ *
+ *   claim (one Lua round trip for a batch of jobs and their slots)
+ *   -> wait for each job's slot (one timer for the head of a FIFO)
+ *   -> deliver over HTTP (bounded by concurrency)
+ *   -> decide the outcome (outcome.c) -> batch the ack (one round trip).
+ *
+ * Nothing is lost on any path: a job is acked done, retried, released
+ * back or dead-lettered; if even the ack cannot reach Redis, its lease
+ * expires and any worker claims it again. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "log.h"
+#include "outcome.h"
+#include "worker_t.h"
+
+#define CLAIM_BATCH 512
+#define MAX_WAITING (2 * CLAIM_BATCH) /* claimed jobs held before claiming more */
+#define LOOKAHEAD_US 50000            /* claim what departs within 50 ms */
+#define LEASE_MARGIN_US 10000000      /* a lease outlives slot + timeout by 10 s */
+#define SEND_EARLY_US 20              /* timers fire a little late; don't add to it */
+#define ACK_FLUSH_ARGS 1024           /* flush an ack batch this large at once */
+#define ACK_DELAY_US 2000             /* else within 2 ms */
+#define IDLE_MIN_MS 10
+#define IDLE_MAX_MS 1000              /* SPEC: polling backs off to at most 1 s */
+#define RETRY_AFTER_ERROR_US 1000000
+
+static void release_due(tenant *t);
+static void ack_flush(tenant *t);
+
+/* ---- helpers ---- */
+
+static void arm(struct event *timer, int64_t delay_us)
+{
+    if (delay_us < 0)
+        delay_us = 0;
+    struct timeval tv = {(time_t)(delay_us / 1000000), (suseconds_t)(delay_us % 1000000)};
+    evtimer_add(timer, &tv);
+}
+
+static void job_free(job *j)
+{
+    if (!j)
+        return;
+    free(j->id);
+    sl_job_request_clear(&j->request);
+    sl_request_headers_clear(&j->headers);
+    free(j);
+}
+
+static void push_waiting(tenant *t, job *j)
+{
+    j->next = NULL;
+    if (t->tail)
+        t->tail->next = j;
+    else
+        t->head = j;
+    t->tail = j;
+    t->waiting++;
+}
+
+static job *pop_waiting(tenant *t)
+{
+    job *j = t->head;
+    t->head = j->next;
+    if (!t->head)
+        t->tail = NULL;
+    t->waiting--;
+    j->next = NULL;
+    return j;
+}
+
+static void link_flying(tenant *t, job *j)
+{
+    j->prev_flying = NULL;
+    j->next_flying = t->flying;
+    if (t->flying)
+        t->flying->prev_flying = j;
+    t->flying = j;
+    t->in_flight++;
+}
+
+static void unlink_flying(tenant *t, job *j)
+{
+    if (j->prev_flying)
+        j->prev_flying->next_flying = j->next_flying;
+    else
+        t->flying = j->next_flying;
+    if (j->next_flying)
+        j->next_flying->prev_flying = j->prev_flying;
+    t->in_flight--;
+}
+
+/* ---- acks ---- */
+
+static void ack_added(tenant *t)
+{
+    if (t->ack_filling.count >= ACK_FLUSH_ARGS)
+        ack_flush(t);
+    else if (!evtimer_pending(t->ack_timer, NULL))
+        arm(t->ack_timer, ACK_DELAY_US);
+}
+
+static void on_ack_reply(redisReply *reply, void *arg)
+{
+    tenant *t = arg;
+    t->ack_outstanding = false;
+    if (!reply || sl_redis_is_noscript(reply)) {
+        t->ack_resend = true; /* resent by sl_tenant_resume once ready */
+        if (reply)
+            sl_redis_conn_reload_scripts(t->worker->redis);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR)
+        SL_LOG(SL_LOG_ERROR, "msg=\"ack failed; leases will expire and the jobs be retried\" tenant=%s error=\"%s\"",
+               t->name, reply->str);
+    if (t->ack_filling.count > 0)
+        ack_flush(t);
+}
+
+static void ack_flush(tenant *t)
+{
+    worker *w = t->worker;
+    evtimer_del(t->ack_timer);
+    const char *sha = sl_redis_conn_sha(w->redis, "ack");
+    if (t->ack_outstanding || !sha)
+        return; /* the reply, or readiness, flushes again */
+    if (!t->ack_resend) {
+        if (t->ack_filling.count == 0)
+            return;
+        sl_ack_start(&t->ack_sending, sha, &t->keys, t->name);
+        for (size_t i = 0; i < t->ack_filling.count; i++)
+            sl_argv_add(&t->ack_sending, t->ack_filling.text + t->ack_filling.offsets[i],
+                        t->ack_filling.lengths[i]);
+        sl_argv_reset(&t->ack_filling);
+    }
+    const char **argv = sl_argv_finish(&t->ack_sending);
+    if (!argv) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory building an ack\" tenant=%s", t->name);
+        return;
+    }
+    t->ack_resend = !sl_redis_conn_send(w->redis, (int)t->ack_sending.count, argv,
+                                        t->ack_sending.lengths, on_ack_reply, t);
+    t->ack_outstanding = !t->ack_resend;
+}
+
+static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    ack_flush(arg);
+}
+
+static void release_job(tenant *t, job *j)
+{
+    sl_ack_release(&t->ack_filling, j->id, j->lease);
+    ack_added(t);
+    job_free(j);
+}
+
+static void dead_letter_job(tenant *t, job *j, const char *reason, int status, bool attempted,
+                            const char *error)
+{
+    sl_ack_dead(&t->ack_filling, j->id, j->lease, reason, status, attempted, error);
+    ack_added(t);
+    t->dead++;
+    job_free(j);
+}
+
+static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
+{
+    sl_ack_retry(&t->ack_filling, j->id, j->lease, delay_us, error);
+    t->retried++;
+    job_free(j);
+}
+
+/* ---- delivery ---- */
+
+static void on_delivered(void *arg, const sl_http_result *result)
+{
+    job *j = arg;
+    tenant *t = j->tenant;
+    worker *w = t->worker;
+    unlink_flying(t, j);
+
+    char error[200];
+    if (result->status)
+        snprintf(error, sizeof error, "HTTP %d", result->status);
+    else
+        snprintf(error, sizeof error, "%s", result->error ? result->error : "no response");
+    const sl_retry_config *retry = &t->config->retry;
+    sl_outcome outcome = sl_outcome_decide(result->status, result->retry_after,
+                                           (int)j->attempts + 1, (int)retry->max_attempts,
+                                           retry->base_ms, retry->max_ms,
+                                           sl_worker_now_us() / 1000, sl_random_u64(&w->rng));
+    switch (outcome.kind) {
+    case SL_OUTCOME_DELIVERED:
+        sl_ack_done(&t->ack_filling, j->id, j->lease);
+        t->delivered++;
+        job_free(j);
+        break;
+    case SL_OUTCOME_PAUSE_RETRY:
+        /* Fleet-wide: no slot of this tenant before the pause ends. The
+         * jobs already given slots inside the pause go back to be claimed
+         * again after it. */
+        sl_ack_pause(&t->ack_filling, outcome.delay_ms * 1000);
+        while (t->head)
+            release_job(t, pop_waiting(t));
+        retry_job(t, j, outcome.delay_ms * 1000, error);
+        break;
+    case SL_OUTCOME_RETRY:
+        retry_job(t, j, outcome.delay_ms * 1000, error);
+        break;
+    case SL_OUTCOME_DEAD:
+        dead_letter_job(t, j, outcome.reason, result->status, true, error);
+        break;
+    }
+    ack_added(t);
+    release_due(t);
+}
+
+static void send_job(tenant *t, job *j)
+{
+    sl_http_request request = {
+        .method = j->request.method,
+        .url = j->request.url,
+        .headers = j->headers.lines,
+        .header_count = j->headers.count,
+        .body = j->request.body,
+        .body_len = j->request.body_len,
+        .timeout_ms = t->config->timeout_ms,
+    };
+    link_flying(t, j);
+    if (!sl_http_send(t->worker->http, &request, on_delivered, j)) {
+        unlink_flying(t, j);
+        SL_LOG(SL_LOG_ERROR, "msg=\"cannot start an HTTP request\" tenant=%s", t->name);
+        sl_ack_release(&t->ack_filling, j->id, j->lease);
+        ack_added(t);
+        job_free(j);
+    }
+}
+
+/* Sends every waiting job whose slot has come, within concurrency; arms
+ * the timer for the next one. */
+static void release_due(tenant *t)
+{
+    size_t concurrency = (size_t)t->config->concurrency;
+    int64_t now = sl_worker_now_us();
+    while (t->head && t->in_flight < concurrency && t->head->send_at_us <= now + SEND_EARLY_US) {
+        send_job(t, pop_waiting(t));
+        now = sl_worker_now_us();
+    }
+    if (t->head && t->in_flight < concurrency)
+        arm(t->release_timer, t->head->send_at_us - now);
+    if (t->waiting < MAX_WAITING / 2 && !evtimer_pending(t->claim_timer, NULL))
+        sl_tenant_claim(t);
+}
+
+static void on_release_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    release_due(arg);
+}
+
+/* ---- claims ---- */
+
+static void schedule_claim(tenant *t, int64_t delay_us)
+{
+    arm(t->claim_timer, delay_us);
+}
+
+static void accept_job(tenant *t, const sl_claimed_job *c)
+{
+    job *j = calloc(1, sizeof *j);
+    char *id = strndup(c->id, c->id_len);
+    if (!j || !id) {
+        free(j);
+        free(id);
+        return; /* its lease expires and it is claimed again */
+    }
+    j->tenant = t;
+    j->id = id;
+    j->lease = c->lease;
+    j->attempts = c->attempts;
+    j->send_at_us = c->slot_us - t->worker->clock_offset_us;
+
+    char err[256];
+    sl_job_status status = sl_job_parse(c->job, c->job_len, &t->rules, &j->request, err, sizeof err);
+    if (status == SL_JOB_NO_MEMORY) {
+        release_job(t, j);
+        return;
+    }
+    if (status != SL_JOB_OK) {
+        dead_letter_job(t, j, sl_job_status_reason(status), 0, false, err);
+        return;
+    }
+    const char *key = j->request.id ? j->request.id : j->id;
+    if (!sl_request_headers_build(t->config, &j->request, key, &j->headers)) {
+        release_job(t, j);
+        return;
+    }
+    push_waiting(t, j);
+}
+
+static void on_claim_reply(redisReply *reply, void *arg)
+{
+    tenant *t = arg;
+    worker *w = t->worker;
+    t->claim_outstanding = false;
+    if (!reply)
+        return; /* connection lost: sl_tenant_resume claims again */
+    if (sl_redis_is_noscript(reply)) {
+        sl_redis_conn_reload_scripts(w->redis);
+        return;
+    }
+    int64_t local = sl_worker_now_us();
+    sl_claimed_job jobs[CLAIM_BATCH];
+    sl_claim_result result;
+    char err[256];
+    if (!sl_claim_parse(reply, &result, jobs, CLAIM_BATCH, err, sizeof err)) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"claim failed\" tenant=%s error=\"%s\"", t->name, err);
+        schedule_claim(t, RETRY_AFTER_ERROR_US);
+        return;
+    }
+    sl_worker_observe_clock(w, result.now_us, local);
+    for (size_t i = 0; i < result.job_count; i++)
+        accept_job(t, &jobs[i]);
+    t->claimed += result.job_count;
+    if (result.reaped)
+        SL_LOG(SL_LOG_INFO, "msg=\"expired leases returned\" tenant=%s jobs=%" PRId64, t->name,
+               result.reaped);
+
+    if (w->draining) {
+        sl_tenant_drain(t);
+        return;
+    }
+    if (result.job_count == 0 && result.next_us == 0) {
+        schedule_claim(t, t->idle_ms * 1000); /* idle: poll, backing off */
+        t->idle_ms = t->idle_ms * 2 > IDLE_MAX_MS ? IDLE_MAX_MS : t->idle_ms * 2;
+    } else {
+        t->idle_ms = IDLE_MIN_MS;
+        schedule_claim(t, result.next_us == 0 ? IDLE_MIN_MS * 1000 : result.next_us - result.now_us);
+    }
+    release_due(t);
+}
+
+void sl_tenant_claim(tenant *t)
+{
+    worker *w = t->worker;
+    const char *sha = sl_redis_conn_sha(w->redis, "claim");
+    if (t->claim_outstanding || w->draining || !sha || t->waiting >= MAX_WAITING)
+        return;
+    evtimer_del(t->claim_timer);
+    char id_prefix[24];
+    snprintf(id_prefix, sizeof id_prefix, "%016" PRIx64 ".", sl_random_u64(&w->rng));
+    sl_claim_build(&w->claim_argv, sha, &t->claim, id_prefix);
+    const char **argv = sl_argv_finish(&w->claim_argv);
+    if (argv && sl_redis_conn_send(w->redis, (int)w->claim_argv.count, argv,
+                                   w->claim_argv.lengths, on_claim_reply, t))
+        t->claim_outstanding = true;
+}
+
+static void on_claim_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    sl_tenant_claim(arg);
+}
+
+/* ---- lifecycle ---- */
+
+tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *config)
+{
+    tenant *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->worker = w;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->config = config;
+    sl_tenant_keys_init(&t->keys, w->config->prefix, t->name);
+    t->limits = calloc(config->limit_count + 1, sizeof *t->limits);
+    for (size_t i = 0; t->limits && i < config->limit_count; i++) {
+        const sl_limit_config *l = &config->limits[i];
+        t->limits[i] = (sl_claim_limit){l->name, sl_limit_type_name(l->type), l->first, l->second,
+                                        l->on_deny == SL_ON_DENY_DEAD_LETTER};
+    }
+    t->claim = (sl_claim_params){
+        .prefix = w->config->prefix,
+        .tenant = t->name,
+        .capacity = config->capacity,
+        .rate_milli = config->rate_milli,
+        .overflow_dead_letter = config->overflow == SL_OVERFLOW_DEAD_LETTER,
+        .raw = config->format == SL_FORMAT_RAW,
+        .max_wait_us = config->max_wait_ms * 1000,
+        .lookahead_us = LOOKAHEAD_US,
+        .lease_us = config->timeout_ms * 1000 + LEASE_MARGIN_US,
+        .batch = CLAIM_BATCH,
+        .limits = t->limits,
+        .limit_count = config->limit_count,
+    };
+    t->rules = (sl_job_rules){
+        .raw = config->format == SL_FORMAT_RAW,
+        .max_bytes = (size_t)config->max_job_bytes,
+        .endpoint = config->endpoint,
+        .allow_urls = (const char *const *)config->allow_urls,
+        .allow_url_count = config->allow_url_count,
+        .idempotency_header = config->idempotency_header,
+    };
+    t->idle_ms = IDLE_MIN_MS;
+    sl_argv_init(&t->ack_filling);
+    sl_argv_init(&t->ack_sending);
+    t->claim_timer = evtimer_new(w->base, on_claim_timer, t);
+    t->release_timer = evtimer_new(w->base, on_release_timer, t);
+    t->ack_timer = evtimer_new(w->base, on_ack_timer, t);
+    if (!t->limits || !t->claim_timer || !t->release_timer || !t->ack_timer) {
+        sl_tenant_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void sl_tenant_free(tenant *t)
+{
+    if (!t)
+        return;
+    while (t->head)
+        job_free(pop_waiting(t));
+    while (t->flying) {
+        job *j = t->flying;
+        unlink_flying(t, j);
+        job_free(j);
+    }
+    if (t->claim_timer)
+        event_free(t->claim_timer);
+    if (t->release_timer)
+        event_free(t->release_timer);
+    if (t->ack_timer)
+        event_free(t->ack_timer);
+    sl_argv_free(&t->ack_filling);
+    sl_argv_free(&t->ack_sending);
+    free(t->limits);
+    free(t);
+}
+
+void sl_tenant_resume(tenant *t)
+{
+    ack_flush(t);
+    if (t->worker->draining)
+        return;
+    sl_tenant_claim(t);
+    release_due(t);
+}
+
+void sl_tenant_drain(tenant *t)
+{
+    evtimer_del(t->claim_timer);
+    evtimer_del(t->release_timer);
+    while (t->head)
+        release_job(t, pop_waiting(t));
+    ack_flush(t);
+}
+
+void sl_tenant_release_in_flight(tenant *t)
+{
+    while (t->flying) {
+        job *j = t->flying;
+        unlink_flying(t, j);
+        release_job(t, j);
+    }
+    ack_flush(t);
+}
+
+bool sl_tenant_idle(const tenant *t)
+{
+    return !t->head && t->in_flight == 0 && !t->claim_outstanding && !t->ack_outstanding &&
+           !t->ack_resend && t->ack_filling.count == 0;
+}

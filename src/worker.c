@@ -1,0 +1,321 @@
+/* worker.c - one worker thread: its event loop, its Redis connection, its
+ * HTTP client, and the tenants it serves (see tenant.c for one tenant's
+ * pipeline). The main thread talks to it only through `command` and the
+ * `wakeup` event (libevent is set up for threads by daemon.c). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "keys.h"
+#include "log.h"
+#include "worker.h"
+#include "worker_t.h"
+
+#define DISCOVER_EVERY_MS 1000
+#define DRAIN_CHECK_MS 10
+#define ACK_FLUSH_AFTER_GRACE_US 2000000 /* after the grace period, acks get this long */
+#define CLOCK_EPOCH_US 10000000
+
+int64_t sl_worker_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A reply carrying Redis's now arrives after it was read, so each sample
+ * (redis_now - local receive time) underestimates the offset by the reply's
+ * latency: the largest recent sample is the best estimate. Samples are kept
+ * per 10 s epoch so that the clocks may drift. */
+void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t local_us)
+{
+    int64_t sample = redis_now_us - local_us;
+    if (w->offset_epoch_us == 0 || local_us - w->offset_epoch_us > CLOCK_EPOCH_US) {
+        if (w->offset_epoch_us == 0)
+            w->clock_offset_us = sample;
+        w->offset_epoch_us = local_us;
+        w->clock_offset_us = sample > w->clock_offset_us - 1000 ? sample : w->clock_offset_us - 1000;
+    } else if (sample > w->clock_offset_us) {
+        w->clock_offset_us = sample;
+    }
+}
+
+static uint32_t name_hash(const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+int sl_worker_for_tenant(const char *name, int worker_count)
+{
+    return (int)(name_hash(name) % (uint32_t)worker_count);
+}
+
+static tenant *find_tenant(const worker *w, const char *name)
+{
+    for (size_t i = 0; i < w->tenant_count; i++)
+        if (strcmp(w->tenants[i]->name, name) == 0)
+            return w->tenants[i];
+    return NULL;
+}
+
+static tenant *add_tenant(worker *w, const char *name, const sl_tenant_config *config)
+{
+    if (w->tenant_count == w->tenant_capacity) {
+        size_t n = w->tenant_capacity ? w->tenant_capacity * 2 : 16;
+        tenant **bigger = realloc(w->tenants, n * sizeof *bigger);
+        if (!bigger)
+            return NULL;
+        w->tenants = bigger;
+        w->tenant_capacity = n;
+    }
+    tenant *t = sl_tenant_new(w, name, config);
+    if (!t) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory adding a tenant\" tenant=%s", name);
+        return NULL;
+    }
+    w->tenants[w->tenant_count++] = t;
+    return t;
+}
+
+/* ---- discovery of tenants through the "*" template ---- */
+
+static void scan_page(worker *w);
+
+static void on_scan_reply(redisReply *reply, void *arg)
+{
+    worker *w = arg;
+    w->scanning = false;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (reply && reply->type == REDIS_REPLY_ERROR)
+            SL_LOG(SL_LOG_ERROR, "msg=\"SCAN failed\" error=\"%s\"", reply->str);
+        snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
+        return;
+    }
+    snprintf(w->scan_cursor, sizeof w->scan_cursor, "%s", reply->element[0]->str);
+    const redisReply *keys = reply->element[1];
+    for (size_t i = 0; i < keys->elements; i++) {
+        char name[SL_TENANT_NAME_MAX + 1];
+        if (!sl_tenant_from_queue_key(keys->element[i]->str, keys->element[i]->len,
+                                      w->config->prefix, name, sizeof name))
+            continue;
+        if (sl_worker_for_tenant(name, w->count) != w->index || find_tenant(w, name))
+            continue;
+        const sl_tenant_config *config = sl_config_tenant_for(w->config, name);
+        if (!config)
+            continue;
+        tenant *t = add_tenant(w, name, config);
+        if (t) {
+            SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
+            sl_tenant_claim(t);
+        }
+    }
+    if (strcmp(w->scan_cursor, "0") != 0 && !w->draining)
+        scan_page(w);
+}
+
+static void scan_page(worker *w)
+{
+    char pattern[SL_KEY_MAX];
+    snprintf(pattern, sizeof pattern, "%s:{*}:queue", w->config->prefix);
+    sl_argv_reset(&w->scan_argv);
+    sl_argv_add_str(&w->scan_argv, "SCAN");
+    sl_argv_add_str(&w->scan_argv, w->scan_cursor);
+    sl_argv_add_str(&w->scan_argv, "MATCH");
+    sl_argv_add_str(&w->scan_argv, pattern);
+    sl_argv_add_str(&w->scan_argv, "COUNT");
+    sl_argv_add_str(&w->scan_argv, "1000");
+    const char **argv = sl_argv_finish(&w->scan_argv);
+    if (argv && sl_redis_conn_send(w->redis, (int)w->scan_argv.count, argv, w->scan_argv.lengths,
+                                   on_scan_reply, w))
+        w->scanning = true;
+}
+
+static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    if (!w->scanning && !w->draining && sl_redis_conn_ready(w->redis))
+        scan_page(w);
+}
+
+/* ---- readiness, drain, stop ---- */
+
+static void on_redis_ready(void *arg, bool ready)
+{
+    worker *w = arg;
+    if (!ready)
+        return; /* replies come back NULL; work resumes when ready again */
+    for (size_t i = 0; i < w->tenant_count; i++)
+        sl_tenant_resume(w->tenants[i]);
+}
+
+static bool all_idle(const worker *w)
+{
+    for (size_t i = 0; i < w->tenant_count; i++)
+        if (!sl_tenant_idle(w->tenants[i]))
+            return false;
+    return true;
+}
+
+static void on_drain_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    int64_t now = sl_worker_now_us();
+    if (all_idle(w) && !w->scanning) {
+        event_base_loopbreak(w->base);
+        return;
+    }
+    if (w->http && now > w->drain_deadline_us) {
+        SL_LOG(SL_LOG_WARNING, "msg=\"grace period over: handing back deliveries in flight\" worker=%d",
+               w->index);
+        sl_http_client_free(w->http); /* cancels the transfers */
+        w->http = NULL;
+        for (size_t i = 0; i < w->tenant_count; i++)
+            sl_tenant_release_in_flight(w->tenants[i]);
+    }
+    if (now > w->drain_deadline_us + ACK_FLUSH_AFTER_GRACE_US) {
+        SL_LOG(SL_LOG_WARNING, "msg=\"acks not confirmed at exit; their leases will expire\" worker=%d",
+               w->index);
+        w->exit_code = 1;
+        event_base_loopbreak(w->base);
+    }
+}
+
+static void start_drain(worker *w)
+{
+    if (w->draining)
+        return;
+    w->draining = true;
+    w->drain_deadline_us = sl_worker_now_us() + w->config->grace_ms * 1000;
+    evtimer_del(w->discover_timer);
+    for (size_t i = 0; i < w->tenant_count; i++)
+        sl_tenant_drain(w->tenants[i]);
+    struct timeval every = {0, DRAIN_CHECK_MS * 1000};
+    event_add(w->drain_timer, &every);
+}
+
+static void on_wakeup(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    int command = atomic_load(&w->command);
+    if (command == WORKER_DRAIN)
+        start_drain(w);
+    else if (command == WORKER_STOP)
+        event_base_loopbreak(w->base);
+}
+
+/* ---- the thread ---- */
+
+static void worker_cleanup(worker *w)
+{
+    sl_redis_conn_free(w->redis); /* pending callbacks see NULL replies */
+    w->redis = NULL;
+    for (size_t i = 0; i < w->tenant_count; i++)
+        sl_tenant_free(w->tenants[i]);
+    free(w->tenants);
+    w->tenants = NULL;
+    w->tenant_count = 0;
+    sl_http_client_free(w->http);
+    w->http = NULL;
+    if (w->discover_timer)
+        event_free(w->discover_timer);
+    if (w->drain_timer)
+        event_free(w->drain_timer);
+    sl_argv_free(&w->claim_argv);
+    sl_argv_free(&w->scan_argv);
+}
+
+static bool worker_setup(worker *w)
+{
+    char err[256];
+    w->http = sl_http_client_new(w->base, err, sizeof err);
+    if (!w->http) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"%s\" worker=%d", err, w->index);
+        return false;
+    }
+    sl_argv_init(&w->claim_argv);
+    sl_argv_init(&w->scan_argv);
+    snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
+    w->discover_timer = event_new(w->base, -1, EV_PERSIST, on_discover_timer, w);
+    w->drain_timer = event_new(w->base, -1, EV_PERSIST, on_drain_timer, w);
+    if (!w->discover_timer || !w->drain_timer)
+        return false;
+    for (size_t i = 0; i < w->config->tenant_count; i++) {
+        const sl_tenant_config *config = &w->config->tenants[i];
+        if (sl_worker_for_tenant(config->name, w->count) == w->index && !add_tenant(w, config->name, config))
+            return false;
+    }
+    if (w->config->template_tenant) {
+        struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
+        event_add(w->discover_timer, &every);
+    }
+    w->redis = sl_redis_conn_new(w->base, &w->config->redis, on_redis_ready, w);
+    return w->redis != NULL;
+}
+
+int sl_worker_run(worker *w)
+{
+    w->exit_code = 0;
+    if (!worker_setup(w)) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"worker setup failed\" worker=%d", w->index);
+        worker_cleanup(w);
+        return 1;
+    }
+    SL_LOG(SL_LOG_INFO, "msg=\"worker started\" worker=%d tenants=%zu", w->index, w->tenant_count);
+    event_base_dispatch(w->base);
+    worker_cleanup(w);
+    return w->exit_code;
+}
+
+worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed)
+{
+    worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->config = config;
+    w->index = index;
+    w->count = count;
+    w->rng = seed | 1;
+    atomic_init(&w->command, WORKER_RUN);
+    struct event_config *ec = event_config_new();
+    if (ec) {
+        /* Shaping needs sub-millisecond timers. */
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+        w->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (w->base)
+        w->wakeup = event_new(w->base, -1, 0, on_wakeup, w);
+    if (!w->base || !w->wakeup) {
+        sl_worker_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void sl_worker_free(worker *w)
+{
+    if (!w)
+        return;
+    if (w->wakeup)
+        event_free(w->wakeup);
+    if (w->base)
+        event_base_free(w->base);
+    free(w);
+}
+
+void sl_worker_command(worker *w, int command)
+{
+    atomic_store(&w->command, command);
+    event_active(w->wakeup, EV_READ, 0);
+}

@@ -1,0 +1,27 @@
+/* worker.h - a worker thread's interface for the main thread (daemon.c). */
+#ifndef SLUICE_WORKER_H
+#define SLUICE_WORKER_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+typedef struct worker worker;
+
+enum { SL_WORKER_DRAIN = 1, SL_WORKER_STOP = 2 };
+
+/* A worker (not yet running) for the tenants that hash to index among
+ * count workers; config must outlive it. NULL if out of memory. */
+worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed);
+/* Runs the worker's loop until it drains or is stopped; returns its exit
+ * code (0: drained cleanly). Call on the worker's own thread. */
+int sl_worker_run(worker *w);
+/* Frees a worker whose run has returned (or never started). */
+void sl_worker_free(worker *w);
+/* From any thread: SL_WORKER_DRAIN (finish, hand back, stop) or
+ * SL_WORKER_STOP (stop now). */
+void sl_worker_command(worker *w, int command);
+/* Which worker serves a tenant (a hash of its name). */
+int sl_worker_for_tenant(const char *name, int worker_count);
+
+#endif

@@ -1,0 +1,117 @@
+/* worker_t.h - the types shared by worker.c (the thread and its loop) and
+ * tenant.c (one tenant's claim, release, delivery and ack pipeline). */
+#ifndef SLUICE_WORKER_T_H
+#define SLUICE_WORKER_T_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "claim.h"
+#include "config.h"
+#include "envelope.h"
+#include "http_client.h"
+#include "redis_argv.h"
+#include "redis_conn.h"
+#include "request.h"
+#include "worker.h"
+
+struct worker;
+
+/* A claimed job, from its claim until its outcome is acked. */
+typedef struct job {
+    struct job *next; /* in the tenant's FIFO while waiting for its slot */
+    struct job *prev_flying, *next_flying; /* in the tenant's list while sent */
+    struct tenant *tenant;
+    char *id;         /* the claim id (key of the jobs hash); owned */
+    int64_t lease;
+    int64_t attempts; /* made before this one */
+    int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
+    sl_job_request request;
+    sl_request_headers headers;
+} job;
+
+/* One tenant served by this worker thread. */
+typedef struct tenant {
+    struct worker *worker;
+    char name[SL_TENANT_NAME_MAX + 1];
+    const sl_tenant_config *config; /* the worker's config owns it */
+    sl_claim_params claim;
+    sl_claim_limit *limits;         /* owned, claim.limits points here */
+    sl_tenant_keys keys;
+    char **allow_urls;              /* borrowed from config */
+    sl_job_rules rules;
+
+    job *head, *tail;  /* claimed, waiting for their slot (slot order) */
+    size_t waiting;
+    job *flying;       /* HTTP requests under way */
+    size_t in_flight;
+    bool claim_outstanding;
+    int64_t idle_ms;   /* polling backoff while the queue is empty */
+    struct event *claim_timer;
+    struct event *release_timer;
+
+    sl_argv ack_filling; /* ops gathered since the last flush */
+    sl_argv ack_sending; /* the batch on the wire (or to resend) */
+    bool ack_outstanding;
+    bool ack_resend;     /* ack_sending failed: send it again when ready */
+    struct event *ack_timer;
+
+    /* counters, for logs and the demo */
+    uint64_t delivered, retried, dead, claimed;
+} tenant;
+
+enum worker_command { WORKER_RUN = 0, WORKER_DRAIN = SL_WORKER_DRAIN, WORKER_STOP = SL_WORKER_STOP };
+
+typedef struct worker {
+    int index;
+    int count;               /* workers in the process */
+    pthread_t thread;
+    struct event_base *base;
+    const sl_config *config;
+    sl_redis_conn *redis;
+    sl_http_client *http;
+    struct event *wakeup;    /* the main thread activates it after setting command */
+    atomic_int command;
+    tenant **tenants;
+    size_t tenant_count, tenant_capacity;
+    struct event *discover_timer;
+    struct event *drain_timer;
+    bool draining;
+    int64_t drain_deadline_us;
+    uint64_t rng;
+    sl_argv claim_argv;      /* reused by every claim */
+    sl_argv scan_argv;
+    int64_t clock_offset_us; /* Redis TIME minus local time, best estimate */
+    int64_t offset_epoch_us;
+    bool scanning;
+    char scan_cursor[32];
+    int exit_code;
+} worker;
+
+/* tenant.c */
+tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *config);
+void sl_tenant_free(tenant *t);
+/* Claims now if nothing stops it (one claim at a time, Redis ready, not draining). */
+void sl_tenant_claim(tenant *t);
+/* Redis became ready again: resend what failed, claim. */
+void sl_tenant_resume(tenant *t);
+/* Shutdown: hand back waiting jobs, stop claiming. */
+void sl_tenant_drain(tenant *t);
+/* The HTTP client was freed with these requests (grace ran out): hand
+ * their jobs back. */
+void sl_tenant_release_in_flight(tenant *t);
+/* Nothing under way: no job held, no ack pending. */
+bool sl_tenant_idle(const tenant *t);
+
+/* worker.c */
+/* The local CLOCK_REALTIME in us. */
+int64_t sl_worker_now_us(void);
+/* Learns the offset between Redis TIME and the local clock from a reply
+ * that carried Redis's now, received at local time local_us. */
+void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t local_us);
+
+#endif

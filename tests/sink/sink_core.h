@@ -1,0 +1,89 @@
+/* sink_core.h - the decisions of sluice-sink as pure functions: which
+ * behaviour a request URI selects, how a log line is written, and the
+ * per-Idempotency-Key counters of /flaky. No I/O, no clock. */
+#ifndef SLUICE_SINK_CORE_H
+#define SLUICE_SINK_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_SINK_SLOW_MS_MAX 60000          /* /slow/MS: at most a minute */
+#define SL_SINK_FLAKY_MAX 1000000000       /* /flaky/N: N at most 1e9 */
+#define SL_SINK_FLAKY_KEYS_MAX 1000000     /* keys remembered by /flaky */
+#define SL_SINK_RETRY_AFTER_MAX 128        /* decoded retry_after, with NUL */
+
+typedef enum sl_sink_kind {
+    SL_SINK_OK,     /* anything else: 200 "ok" */
+    SL_SINK_HEALTH, /* /_health: a control path when the method is GET */
+    SL_SINK_STATUS, /* /status/NNN[/...][?retry_after=S] */
+    SL_SINK_SLOW,   /* /slow/MS[/...] */
+    SL_SINK_FLAKY,  /* /flaky/N[/...] */
+    SL_SINK_CLOSE,  /* /close[/...]: drop the connection, no answer */
+    SL_SINK_BAD,    /* a behaviour path with a bad parameter: 400 */
+} sl_sink_kind;
+
+typedef struct sl_sink_route {
+    sl_sink_kind kind;
+    int status;      /* STATUS: 100..599 */
+    int64_t param;   /* SLOW: milliseconds; FLAKY: 503s per key before 200s */
+    char retry_after[SL_SINK_RETRY_AFTER_MAX]; /* STATUS: decoded, "" if none */
+    const char *error; /* BAD: a static message naming the bad part */
+} sl_sink_route;
+
+/* Parses a request URI (origin form "/p?q" or absolute form
+ * "http://h/p?q") into the behaviour it selects. Never fails: unknown
+ * paths are SL_SINK_OK, bad parameters SL_SINK_BAD with out->error set. */
+void sl_sink_route_parse(const char *uri, sl_sink_route *out);
+
+/* One request as it goes to the log. Strings are NUL-terminated; NULL
+ * stands for an absent header and is written as "-". The body is given as
+ * up to body_parts pieces (it may sit in several buffer chains). */
+typedef struct sl_sink_record {
+    int64_t arrival_us;
+    const char *method;
+    const char *uri;
+    const char *key;    /* Idempotency-Key */
+    const char *tenant; /* X-Tenant */
+    int status;         /* what the sink answers; 0 = no answer (/close) */
+    const char *test;   /* X-Test */
+    size_t body_parts;
+    const void *const *body;  /* body_parts pointers */
+    const size_t *body_len;   /* body_parts lengths */
+} sl_sink_record;
+
+/* An upper bound on the bytes sl_sink_format_line writes for r. */
+size_t sl_sink_line_max(const sl_sink_record *r);
+
+/* Writes r as one log line, "\n" included, into out (which has at least
+ * sl_sink_line_max(r) bytes) and returns its length. Fields, tab-separated:
+ * arrival_us method uri key tenant status body test. Every text field is
+ * escaped: \t \n \r \\ and \xHH for other bytes outside 0x20..0x7e. */
+size_t sl_sink_format_line(char *out, const sl_sink_record *r);
+
+/* Escapes len bytes of in into out (room for 4 * len bytes); returns the
+ * bytes written. */
+size_t sl_sink_escape(char *out, const void *in, size_t len);
+
+/* Counters of requests per Idempotency-Key for /flaky. All-zero is an
+ * empty map; it allocates as keys arrive, and when it holds max_entries
+ * keys it forgets them all and starts over (so a key may be answered 503
+ * more often than N, never less). Free with sl_flaky_clear. */
+typedef struct sl_flaky_slot sl_flaky_slot;
+typedef struct sl_flaky_chunk sl_flaky_chunk;
+typedef struct sl_flaky_map {
+    sl_flaky_slot *slots;
+    size_t capacity; /* slots, a power of two, or 0 */
+    size_t count;
+    size_t max_entries; /* 0 means SL_SINK_FLAKY_KEYS_MAX */
+    sl_flaky_chunk *chunks; /* where the keys are copied */
+} sl_flaky_map;
+
+/* Counts one more request with this key (len bytes, may contain NUL) and
+ * returns how many it has seen, this one included; 0 when out of memory. */
+uint64_t sl_flaky_hit(sl_flaky_map *m, const char *key, size_t len);
+
+/* Frees everything the map holds; it is then empty and reusable. */
+void sl_flaky_clear(sl_flaky_map *m);
+
+#endif

@@ -1,0 +1,63 @@
+/* daemon_process.c - see daemon_process.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon_process.h"
+
+bool daemon_start(daemon_process *d, const char *config_path, const char *log_path, char *err,
+                  size_t err_size)
+{
+    const char *binary = getenv("SLUICE_BIN");
+    if (!binary) {
+        snprintf(err, err_size, "SLUICE_BIN is not set (run the tests with meson test)");
+        return false;
+    }
+    pid_t parent = getpid();
+    d->pid = fork();
+    if (d->pid < 0) {
+        snprintf(err, err_size, "fork: %s", strerror(errno));
+        d->pid = 0;
+        return false;
+    }
+    if (d->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            dup2(fd, 2);
+            close(fd);
+        }
+        execl(binary, "sluice", "run", "-c", config_path, (char *)NULL);
+        _exit(127);
+    }
+    return true;
+}
+
+int daemon_stop(daemon_process *d, int sig, int timeout_ms)
+{
+    if (d->pid <= 0)
+        return -1;
+    kill(d->pid, sig);
+    int status = 0;
+    for (int waited = 0; waited <= timeout_ms; waited += 10) {
+        pid_t r = waitpid(d->pid, &status, WNOHANG);
+        if (r == d->pid) {
+            d->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    kill(d->pid, SIGKILL);
+    waitpid(d->pid, &status, 0);
+    d->pid = 0;
+    return -1;
+}

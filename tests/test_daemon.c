@@ -1,0 +1,523 @@
+/* test_daemon.c - real `sluice run` processes against a real redis-server
+ * and a real HTTP endpoint (sluice-sink): shaping accuracy, the fleet,
+ * crashes, shutdown, Redis restarts, dead letters, retries and limits.
+ * Tests run one at a time (--jobs=1) so that timing is not disturbed by
+ * another test on this 2-core machine. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon_process.h"
+#include "redis_fixture.h"
+#include "sink_process.h"
+
+static redis_fixture fx;
+static sink_process sink;
+static char dir[64];
+
+static void setup(void)
+{
+    redis_fixture_start(&fx);
+    char err[256];
+    const char *bin = getenv("SLUICE_SINK");
+    cr_assert_not_null(bin, "SLUICE_SINK is not set");
+    cr_assert(sink_start(&sink, bin, err, sizeof err), "sink: %s", err);
+    snprintf(dir, sizeof dir, "/tmp/sluice-test-daemon-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    sink_stop(&sink);
+    redis_fixture_stop(&fx);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    if (system(command) != 0)
+        cr_log_warn("could not remove %s", dir);
+}
+
+TestSuite(daemon, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---- helpers ---- */
+
+static void sleep_ms(long ms)
+{
+    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+/* Writes the config file with the given "tenants" object text. */
+static const char *write_config(const char *tenants_format, ...)
+{
+    static char path[128];
+    snprintf(path, sizeof path, "%s/sluice.json", dir);
+    char tenants[4096];
+    va_list ap;
+    va_start(ap, tenants_format);
+    vsnprintf(tenants, sizeof tenants, tenants_format, ap);
+    va_end(ap);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"redis\": \"redis://127.0.0.1:%d/0\", \"workers\": 2, \"admin\": null,\n"
+            " \"grace_ms\": 5000, \"tenants\": %s}\n",
+            fx.server.port, tenants);
+    fclose(f);
+    return path;
+}
+
+static daemon_process start_daemon(const char *config)
+{
+    daemon_process d = {0};
+    char log[128], err[256];
+    snprintf(log, sizeof log, "%s/sluice.log", dir);
+    cr_assert(daemon_start(&d, config, log, err, sizeof err), "%s", err);
+    return d;
+}
+
+/* LPUSHes n envelope jobs "<tag> <i>" with ids tag-i, pipelined. */
+static void push_jobs(const char *tenant, const char *tag, int n)
+{
+    char key[256], job[256];
+    snprintf(key, sizeof key, "sluice:{%s}:queue", tenant);
+    for (int i = 0; i < n; i++) {
+        /* as arguments: hiredis splits a format string at spaces */
+        snprintf(job, sizeof job, "{\"id\":\"%s-%d\",\"body\":\"%s %d\"}", tag, i, tag, i);
+        redisAppendCommand(fx.conn, "LPUSH %s %s", key, job);
+    }
+    for (int i = 0; i < n; i++) {
+        redisReply *reply;
+        cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
+        freeReplyObject(reply);
+    }
+}
+
+static long long redis_int(const char *format, const char *tenant)
+{
+    redisReply *reply = redisCommand(fx.conn, format, tenant);
+    cr_assert(reply && reply->type == REDIS_REPLY_INTEGER, "%s", format);
+    long long v = reply->integer;
+    freeReplyObject(reply);
+    return v;
+}
+
+static void assert_nothing_left(const char *tenant)
+{
+    cr_assert_eq(redis_int("LLEN sluice:{%s}:queue", tenant), 0, "queue not empty");
+    cr_assert_eq(redis_int("ZCARD sluice:{%s}:inflight", tenant), 0, "jobs still in flight");
+    cr_assert_eq(redis_int("ZCARD sluice:{%s}:retry", tenant), 0, "jobs still retrying");
+    cr_assert_eq(redis_int("HLEN sluice:{%s}:jobs", tenant), 0, "job records left");
+}
+
+static int compare_arrival(const void *a, const void *b)
+{
+    int64_t x = ((const sink_request *)a)->arrival_us, y = ((const sink_request *)b)->arrival_us;
+    return (x > y) - (x < y);
+}
+
+static int compare_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every id tag-0..n-1 arrived exactly once (duplicates allowed if allow_dup). */
+static void assert_each_once(const sink_request *reqs, size_t n, const char *tag, int expected,
+                             bool allow_dup)
+{
+    int *seen = calloc((size_t)expected, sizeof *seen);
+    size_t tag_len = strlen(tag);
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(reqs[i].key, tag, tag_len) != 0 || reqs[i].key[tag_len] != '-')
+            continue;
+        int k = atoi(reqs[i].key + tag_len + 1);
+        cr_assert(k >= 0 && k < expected, "unexpected key %s", reqs[i].key);
+        seen[k]++;
+    }
+    for (int k = 0; k < expected; k++) {
+        cr_assert_geq(seen[k], 1, "%s-%d never delivered", tag, k);
+        if (!allow_dup)
+            cr_assert_eq(seen[k], 1, "%s-%d delivered %d times", tag, k, seen[k]);
+    }
+    free(seen);
+}
+
+/* The shaping figures the issue asks for, from arrival times at the sink. */
+static void check_shaping(double rate, int jobs)
+{
+    char tenants[512];
+    snprintf(tenants, sizeof tenants,
+             "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": %g, \"concurrency\": 64}}",
+             sink.port, rate);
+    push_jobs("acme", "s", jobs);
+    daemon_process d = start_daemon(write_config("%s", tenants));
+    sink_request *reqs = NULL;
+    int64_t budget_ms = (int64_t)(jobs / rate * 1000) + 10000;
+    size_t n = sink_wait_log(&sink, (size_t)jobs, (int)budget_ms, &reqs);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "clean exit");
+    cr_assert_eq(n, (size_t)jobs, "%zu of %d delivered", n, jobs);
+    cr_assert_geq(n, 2);
+    assert_each_once(reqs, n, "s", jobs, false);
+    qsort(reqs, n, sizeof *reqs, compare_arrival);
+
+    double interval_us = 1e6 / rate;
+    double span_us = (double)(reqs[n - 1].arrival_us - reqs[0].arrival_us);
+    double measured = (double)(n - 1) / span_us * 1e6;
+    double error = fabs(measured - rate) / rate;
+    /* most departures in any window of 10 intervals */
+    size_t most = 0;
+    for (size_t i = 0, j = 0; i < n; i++) {
+        while (j < n && (double)(reqs[j].arrival_us - reqs[i].arrival_us) < 10 * interval_us)
+            j++;
+        if (j - i > most)
+            most = j - i;
+    }
+    int64_t *jitter = malloc(n * sizeof *jitter);
+    for (size_t i = 1; i < n; i++)
+        jitter[i - 1] = llabs((reqs[i].arrival_us - reqs[i - 1].arrival_us) - (int64_t)interval_us);
+    qsort(jitter, n - 1, sizeof *jitter, compare_int64);
+    int64_t p50 = jitter[(n - 1) / 2], p99 = jitter[(n - 1) * 99 / 100], max = jitter[n - 2];
+    cr_log_info("rate %g/s: %zu jobs, measured %.3f/s (error %.3f%%), most in 10 intervals %zu, "
+                "|gap - 1/rate| p50 %" PRId64 " us p99 %" PRId64 " us max %" PRId64 " us",
+                rate, n, measured, error * 100, most, p50, p99, max);
+    cr_expect_lt(error, 0.01, "rate error %.3f%%", error * 100);
+    cr_expect_leq(most, 11, "a burst: %zu departures in 10 intervals", most);
+    cr_expect_lt(p99, 1000, "p99 jitter %" PRId64 " us", p99);
+    free(jitter);
+    sink_requests_free(reqs, n);
+    assert_nothing_left("acme");
+}
+
+/* ---- shaping ---- */
+
+Test(daemon, shapes_50_per_second)
+{
+    check_shaping(50, 200);
+}
+
+Test(daemon, shapes_500_per_second)
+{
+    check_shaping(500, 2000);
+}
+
+Test(daemon, shapes_5000_per_second)
+{
+    check_shaping(5000, 20000);
+}
+
+/* ---- the fleet ---- */
+
+Test(daemon, three_processes_hold_the_rate_fleet_wide)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100}}", sink.port);
+    push_jobs("acme", "f", 300);
+    daemon_process d[3];
+    for (int i = 0; i < 3; i++)
+        d[i] = start_daemon(config);
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 300, 15000, &reqs);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(daemon_stop(&d[i], SIGTERM, 10000), 0);
+    cr_assert_eq(n, 300);
+    assert_each_once(reqs, n, "f", 300, false);
+    qsort(reqs, n, sizeof *reqs, compare_arrival);
+    double measured = (double)(n - 1) / (double)(reqs[n - 1].arrival_us - reqs[0].arrival_us) * 1e6;
+    cr_log_info("3 processes at 100/s: measured %.2f/s", measured);
+    cr_assert_lt(fabs(measured - 100) / 100, 0.01, "fleet rate %.2f/s", measured);
+    sink_requests_free(reqs, n);
+    assert_nothing_left("acme");
+}
+
+/* ---- crashes and shutdown ---- */
+
+Test(daemon, survives_sigkill_twice, .timeout = 180)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50, \"timeout_ms\": 1000}}",
+        sink.port);
+    push_jobs("acme", "k", 150);
+    for (int round = 0; round < 2; round++) {
+        daemon_process d = start_daemon(config);
+        sleep_ms(700);
+        cr_assert_eq(daemon_stop(&d, SIGKILL, 5000), 128 + SIGKILL);
+    }
+    daemon_process d = start_daemon(config);
+    sink_request *reqs = NULL;
+    /* jobs claimed by the killed processes return when their leases expire */
+    size_t n = sink_wait_log(&sink, 150, 60000, &reqs);
+    for (int i = 0; i < 100 && redis_int("ZCARD sluice:{%s}:inflight", "acme") > 0; i++)
+        sleep_ms(100);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    assert_each_once(reqs, n, "k", 150, true);
+    sink_requests_free(reqs, n);
+    assert_nothing_left("acme");
+    cr_assert_eq(redis_int("LLEN sluice:{%s}:dlq", "acme"), 0);
+}
+
+Test(daemon, sigterm_hands_back_and_exits_zero)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/300\", \"rate\": 20, \"concurrency\": 4}}",
+        sink.port);
+    push_jobs("acme", "t", 60);
+    daemon_process d = start_daemon(config);
+    sleep_ms(1000);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_assert_eq(redis_int("ZCARD sluice:{%s}:inflight", "acme"), 0, "nothing in flight");
+    cr_assert_eq(redis_int("HLEN sluice:{%s}:jobs", "acme"),
+                 redis_int("ZCARD sluice:{%s}:retry", "acme"), "handed back with their records");
+    daemon_process again = start_daemon(config);
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 60, 20000, &reqs);
+    cr_assert_eq(daemon_stop(&again, SIGTERM, 10000), 0);
+    assert_each_once(reqs, n, "t", 60, false);
+    sink_requests_free(reqs, n);
+    assert_nothing_left("acme");
+}
+
+Test(daemon, carries_on_when_redis_restarts)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50}}", sink.port);
+    push_jobs("acme", "r", 150);
+    daemon_process d = start_daemon(config);
+    sleep_ms(1000);
+    /* Restart Redis on the same port, keeping its data (SHUTDOWN SAVE). */
+    redisReply *reply = redisCommand(fx.conn, "SHUTDOWN SAVE");
+    freeReplyObject(reply);
+    redisFree(fx.conn);
+    fx.conn = NULL;
+    int port = fx.server.port;
+    int status;
+    waitpid(fx.server.pid, &status, 0);
+    fx.server.pid = 0;
+    sleep_ms(500);
+    char err[256];
+    cr_assert(rs_start_on(&fx.server, port, err, sizeof err), "%s", err);
+    fx.conn = rs_connect(&fx.server);
+    cr_assert_not_null(fx.conn);
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 150, 30000, &reqs);
+    for (int i = 0; i < 100 && redis_int("ZCARD sluice:{%s}:inflight", "acme") > 0; i++)
+        sleep_ms(100);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "still running, exits cleanly");
+    assert_each_once(reqs, n, "r", 150, true);
+    sink_requests_free(reqs, n);
+    assert_nothing_left("acme");
+}
+
+/* ---- outcomes and dead letters ---- */
+
+/* All dead-letter records of a tenant, oldest first, as one string each. */
+static size_t dead_letters(const char *tenant, char ***out)
+{
+    redisReply *reply = redisCommand(fx.conn, "LRANGE sluice:{%s}:dlq 0 -1", tenant);
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY);
+    *out = calloc(reply->elements + 1, sizeof **out);
+    for (size_t i = 0; i < reply->elements; i++)
+        (*out)[reply->elements - 1 - i] = strdup(reply->element[i]->str);
+    size_t n = reply->elements;
+    freeReplyObject(reply);
+    return n;
+}
+
+static void free_strings(char **s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+static bool wait_dead_letters(const char *tenant, long long n, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        if (redis_int("LLEN sluice:{%s}:dlq", tenant) >= n)
+            return true;
+        sleep_ms(50);
+    }
+    return false;
+}
+
+Test(daemon, dead_letters_each_reason_with_its_record)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 200, \"max_job_bytes\": 200,"
+        " \"allow_urls\": [\"http://127.0.0.1:%d/allowed\"]},"
+        " \"gone\": {\"endpoint\": \"http://127.0.0.1:%d/status/404\", \"rate\": 200},"
+        " \"down\": {\"endpoint\": \"http://127.0.0.1:%d/status/500\", \"rate\": 200,"
+        "   \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 20}},"
+        " \"tight\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 1, \"capacity\": 2,"
+        "   \"overflow\": \"dead-letter\"}}",
+        sink.port, sink.port, sink.port, sink.port, sink.port);
+    const char *bad[] = {
+        "not json",
+        "{\"body\": \"x\", \"headers\": {\"X-A\": \"a\\r\\nX-Injected: 1\"}}",
+        "{\"url\": \"http://169.254.169.254/latest\"}",
+        "{\"body\": \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+        "{\"deadline\": 1000, \"body\": \"too late\"}",
+        "{\"url\": \"http://127.0.0.1:1/allowed-not\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{acme}:queue %s", bad[i]));
+    freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{acme}:queue {\"body\":\"fine\"}"));
+    freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{gone}:queue {\"body\":\"missing\"}"));
+    freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{down}:queue {\"body\":\"failing\"}"));
+    for (int i = 0; i < 6; i++)
+        freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{tight}:queue {\"body\":\"%d\"}", i));
+
+    daemon_process d = start_daemon(config);
+    cr_assert(wait_dead_letters("acme", 6, 10000));
+    cr_assert(wait_dead_letters("gone", 1, 10000));
+    cr_assert(wait_dead_letters("down", 1, 10000));
+    cr_assert(wait_dead_letters("tight", 3, 10000));
+    sink_request *reqs = NULL;
+    size_t delivered = sink_wait_log(&sink, 1, 5000, &reqs);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_assert_geq(delivered, 1);
+    cr_assert_str_eq(reqs[0].body, "fine", "the good job still goes out");
+    sink_requests_free(reqs, delivered);
+
+    char **records;
+    size_t n = dead_letters("acme", &records);
+    cr_assert_eq(n, 6);
+    const char *reasons[] = {"\"reason\":\"malformed\"", "\"reason\":\"bad_header\"",
+                             "\"reason\":\"url_not_allowed\"", "\"reason\":\"too_large\"",
+                             "\"reason\":\"expired\"", "\"reason\":\"url_not_allowed\""};
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
+        bool found = false;
+        for (size_t j = 0; j < n; j++)
+            found |= strstr(records[j], reasons[i]) != NULL;
+        cr_assert(found, "no record with %s", reasons[i]);
+    }
+    for (size_t j = 0; j < n; j++) {
+        cr_assert_not_null(strstr(records[j], "\"tenant\":\"acme\""), "%s", records[j]);
+        cr_assert_not_null(strstr(records[j], "\"job\":"), "%s", records[j]);
+        cr_assert_not_null(strstr(records[j], "\"error\":"), "%s", records[j]);
+        cr_assert_not_null(strstr(records[j], "\"first_seen_ms\":"), "%s", records[j]);
+        cr_assert_not_null(strstr(records[j], "\"dead_at_ms\":"), "%s", records[j]);
+    }
+    free_strings(records, n);
+
+    n = dead_letters("gone", &records);
+    cr_assert_not_null(strstr(records[0], "\"reason\":\"http_4xx\""), "%s", records[0]);
+    cr_assert_not_null(strstr(records[0], "\"http_status\":404"), "%s", records[0]);
+    cr_assert_not_null(strstr(records[0], "\"attempts\":1"), "%s", records[0]);
+    free_strings(records, n);
+
+    n = dead_letters("down", &records);
+    cr_assert_not_null(strstr(records[0], "\"reason\":\"exhausted\""), "%s", records[0]);
+    cr_assert_not_null(strstr(records[0], "\"attempts\":2"), "%s", records[0]);
+    cr_assert_not_null(strstr(records[0], "\"http_status\":500"), "%s", records[0]);
+    free_strings(records, n);
+
+    n = dead_letters("tight", &records);
+    cr_assert_geq(n, 3);
+    cr_assert_not_null(strstr(records[0], "\"reason\":\"overflow\""), "%s", records[0]);
+    free_strings(records, n);
+    assert_nothing_left("gone");
+    assert_nothing_left("down");
+}
+
+Test(daemon, a_503_endpoint_is_attempted_exactly_max_attempts_times)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/status/503\", \"rate\": 100,"
+        " \"retry\": {\"max_attempts\": 3, \"base_ms\": 10, \"max_ms\": 50}}}",
+        sink.port);
+    freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{acme}:queue {\"id\":\"once\"}"));
+    daemon_process d = start_daemon(config);
+    cr_assert(wait_dead_letters("acme", 1, 15000));
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 3, 1000, &reqs);
+    cr_assert_eq(n, 3, "attempted %zu times", n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_str_eq(reqs[i].key, "once", "the same Idempotency-Key on every attempt");
+    sink_requests_free(reqs, n);
+    assert_nothing_left("acme");
+}
+
+Test(daemon, retry_after_on_429_pauses_the_tenant)
+{
+    /* /flaky/1 answers 503 once per key; the 429 tenant path adds Retry-After. */
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/status/429?retry_after=2\", \"rate\": 100,"
+        " \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 50}}}",
+        sink.port);
+    push_jobs("acme", "p", 3);
+    daemon_process d = start_daemon(config);
+    cr_assert(wait_dead_letters("acme", 3, 20000));
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 6, 1000, &reqs);
+    qsort(reqs, n, sizeof *reqs, compare_arrival);
+    cr_assert_eq(n, 6, "two attempts each");
+    /* The first 429 pauses the tenant for 2 s: nothing is sent meanwhile. */
+    int64_t gap = reqs[1].arrival_us - reqs[0].arrival_us;
+    cr_assert_geq(gap, 1900000, "second request only %" PRId64 " us after the first 429", gap);
+    sink_requests_free(reqs, n);
+}
+
+/* ---- stacked limits ---- */
+
+Test(daemon, fixed_window_delay_holds_the_rate_without_dropping)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 1000,"
+        " \"limits\": [{\"name\": \"per_sec\", \"type\": \"fixed_window\", \"max\": 20,"
+        "   \"window_ms\": 1000, \"on_deny\": \"delay\"}]}}",
+        sink.port);
+    push_jobs("acme", "w", 60);
+    daemon_process d = start_daemon(config);
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 60, 10000, &reqs);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_assert_eq(n, 60);
+    assert_each_once(reqs, n, "w", 60, false);
+    /* at most 20 in any one epoch-aligned second */
+    int64_t counts[64] = {0};
+    int64_t first_window = reqs[0].arrival_us / 1000000;
+    for (size_t i = 0; i < n; i++) {
+        int64_t w = reqs[i].arrival_us / 1000000 - first_window;
+        if (w >= 0 && w < 64)
+            counts[w]++;
+    }
+    for (int w = 0; w < 64; w++)
+        cr_assert_leq(counts[w], 21, "%" PRId64 " jobs in one window", counts[w]);
+    cr_assert_eq(redis_int("LLEN sluice:{%s}:dlq", "acme"), 0, "delay never drops");
+    sink_requests_free(reqs, n);
+}
+
+Test(daemon, sliding_log_quota_dead_letters_beyond_it)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 500,"
+        " \"limits\": [{\"name\": \"quota\", \"type\": \"sliding_window_log\", \"max\": 25,"
+        "   \"window_ms\": 60000, \"on_deny\": \"dead-letter\"}]}}",
+        sink.port);
+    push_jobs("acme", "q", 40);
+    daemon_process d = start_daemon(config);
+    cr_assert(wait_dead_letters("acme", 15, 10000));
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 25, 5000, &reqs);
+    sleep_ms(300);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    sink_requests_free(reqs, n);
+    n = sink_read_log(&sink, &reqs);
+    cr_assert_eq(n, 25, "exactly the quota: %zu", n);
+    char **records;
+    size_t dead = dead_letters("acme", &records);
+    cr_assert_eq(dead, 15);
+    cr_assert_not_null(strstr(records[0], "\"reason\":\"limit:quota\""), "%s", records[0]);
+    free_strings(records, dead);
+    sink_requests_free(reqs, n);
+    assert_nothing_left("acme");
+}
