@@ -84,7 +84,7 @@ static uint64_t random_seed(void)
     return seed;
 }
 
-int sl_daemon_run(const sl_config *config)
+int sl_daemon_run(const sl_config *config, FILE *trace)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || evthread_use_pthreads() != 0) {
         SL_LOG(SL_LOG_ERROR, "msg=\"cannot initialise libcurl or libevent threads\"");
@@ -116,7 +116,7 @@ int sl_daemon_run(const sl_config *config)
            config->tenant_count, config->template_tenant ? "yes" : "no",
            config->redis_url_redacted);
     for (int i = 0; i < n; i++) {
-        d.workers[i] = sl_worker_new(config, i, n, random_seed());
+        d.workers[i] = sl_worker_new(config, i, n, random_seed(), trace);
         starts[i] = (worker_start){&d, i};
         if (!d.workers[i] || pthread_create(&d.threads[i], NULL, worker_thread, &starts[i]) != 0) {
             SL_LOG(SL_LOG_ERROR, "msg=\"cannot start worker\" worker=%d", i);

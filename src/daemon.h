@@ -2,6 +2,8 @@
 #ifndef SLUICE_DAEMON_H
 #define SLUICE_DAEMON_H
 
+#include <stdio.h>
+
 #include "config.h"
 
 /* Returned after a second stop signal: the caller must end the process at
@@ -11,7 +13,9 @@
 /* Runs the daemon until SIGTERM/SIGINT: the first drains (stop claiming,
  * finish deliveries within grace_ms, hand back the rest), a second stops
  * at once. Returns the exit code: 0 after a clean drain, 1 otherwise, or
- * SL_DAEMON_EXIT_NOW. */
-int sl_daemon_run(const sl_config *config);
+ * SL_DAEMON_EXIT_NOW. trace, if not NULL, receives one line per departure
+ * (tenant, claim id, slot and departure in microseconds on Redis's clock,
+ * departure on this host's clock). */
+int sl_daemon_run(const sl_config *config, FILE *trace);
 
 #endif

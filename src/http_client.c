@@ -35,6 +35,7 @@ struct sl_http_client {
     struct event_base *base;
     CURLM *multi;
     struct event *timer;
+    struct event *drain_soon; /* reports completions found while sending */
     size_t in_flight;
     transfer *active; /* in flight, so that free can cancel them */
     transfer *free_list;
@@ -116,6 +117,13 @@ static void on_socket_event(evutil_socket_t fd, short kind, void *arg)
     int running;
     curl_multi_socket_action(client->multi, fd, action, &running);
     drain_completed(client);
+}
+
+static void on_drain_soon(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    drain_completed(arg);
 }
 
 static void on_timeout(evutil_socket_t fd, short kind, void *arg)
@@ -212,7 +220,8 @@ sl_http_client *sl_http_client_new(struct event_base *base, char *err, size_t er
     client->base = base;
     client->multi = curl_multi_init();
     client->timer = evtimer_new(base, on_timeout, client);
-    if (!client->multi || !client->timer) {
+    client->drain_soon = event_new(base, -1, 0, on_drain_soon, client);
+    if (!client->multi || !client->timer || !client->drain_soon) {
         snprintf(err, err_size, "http client: curl_multi_init or evtimer_new failed");
         sl_http_client_free(client);
         return NULL;
@@ -245,6 +254,8 @@ void sl_http_client_free(sl_http_client *client)
         curl_multi_cleanup(client->multi);
     if (client->timer)
         event_free(client->timer);
+    if (client->drain_soon)
+        event_free(client->drain_soon);
     free(client);
 }
 
@@ -328,5 +339,10 @@ bool sl_http_send(sl_http_client *client, const sl_http_request *request, sl_htt
         return false;
     }
     link_active(client, t);
+    /* Write the request now, not on the next loop turn: the departure time
+     * is the point of shaping. Completions are reported from the loop. */
+    int running;
+    curl_multi_socket_action(client->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    event_active(client->drain_soon, EV_READ, 0);
     return true;
 }

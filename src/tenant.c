@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission.h"
 #include "backoff.h"
 #include "log.h"
 #include "outcome.h"
@@ -20,7 +21,8 @@
 
 #define CLAIM_BATCH 512
 #define MAX_WAITING (2 * CLAIM_BATCH) /* claimed jobs held before claiming more */
-#define LOOKAHEAD_US 50000            /* claim what departs within 50 ms */
+#define LOOKAHEAD_MIN_US 50000        /* claim what departs within 50 ms, */
+#define LOOKAHEAD_MAX_US 1000000      /* or two intervals, up to 1 s */
 #define LEASE_MARGIN_US 10000000      /* a lease outlives slot + timeout by 10 s */
 #define SEND_EARLY_US 20              /* timers fire a little late; don't add to it */
 #define ACK_FLUSH_ARGS 1024           /* flush an ack batch this large at once */
@@ -47,6 +49,7 @@ static void job_free(job *j)
     if (!j)
         return;
     free(j->id);
+    free(j->element);
     sl_job_request_clear(&j->request);
     sl_request_headers_clear(&j->headers);
     free(j);
@@ -223,8 +226,26 @@ static void on_delivered(void *arg, const sl_http_result *result)
     release_due(t);
 }
 
+/* Parses the job and starts its request; a job that cannot be sent as it
+ * is goes to the dead-letter list with the precise reason. */
 static void send_job(tenant *t, job *j)
 {
+    char err[256];
+    sl_job_status status = sl_job_parse(j->element, j->element_len, &t->rules, &j->request, err,
+                                        sizeof err);
+    if (status == SL_JOB_NO_MEMORY) {
+        release_job(t, j);
+        return;
+    }
+    if (status != SL_JOB_OK) {
+        dead_letter_job(t, j, sl_job_status_reason(status), 0, false, err);
+        return;
+    }
+    const char *key = j->request.id ? j->request.id : j->id;
+    if (!sl_request_headers_build(t->config, &j->request, key, &j->headers)) {
+        release_job(t, j);
+        return;
+    }
     sl_http_request request = {
         .method = j->request.method,
         .url = j->request.url,
@@ -238,24 +259,67 @@ static void send_job(tenant *t, job *j)
     if (!sl_http_send(t->worker->http, &request, on_delivered, j)) {
         unlink_flying(t, j);
         SL_LOG(SL_LOG_ERROR, "msg=\"cannot start an HTTP request\" tenant=%s", t->name);
-        sl_ack_release(&t->ack_filling, j->id, j->lease);
-        ack_added(t);
-        job_free(j);
+        release_job(t, j);
     }
 }
 
-/* Sends every waiting job whose slot has come, within concurrency; arms
+/* The earliest a job may leave after the departures so far. Slots are
+ * spaced by the Redis schedule, but after this process stalled (a busy
+ * CPU, a slow reply) several slots are already past, and the late jobs must
+ * not leave in a burst: at most 11 departures in any 10 intervals (so they
+ * catch up at most 10% above the rate), and min_gap_us apart (see
+ * catch_up_gap_us). Both rules look at actual departures and leave room for
+ * timer lateness, so they never slow a tenant that keeps its schedule. */
+static int64_t pace_allows_at(const tenant *t)
+{
+    int64_t window_rule = t->recent[t->recent_next] + t->window_us;
+    int64_t newest = t->recent[(t->recent_next + SL_BURST_WINDOW_JOBS - 1) % SL_BURST_WINDOW_JOBS];
+    int64_t gap_rule = newest + t->min_gap_us;
+    return window_rule > gap_rule ? window_rule : gap_rule;
+}
+
+/* A job leaves at its slot (timers may fire a hair early) and as the pace allows (exactly). */
+static bool head_may_leave(const tenant *t, int64_t now)
+{
+    return t->head->send_at_us <= now + SEND_EARLY_US && pace_allows_at(t) <= now;
+}
+
+static int64_t head_departure(const tenant *t)
+{
+    int64_t pace = pace_allows_at(t);
+    return t->head->send_at_us > pace ? t->head->send_at_us : pace;
+}
+
+static void note_departure(tenant *t, int64_t now)
+{
+    t->recent[t->recent_next] = now;
+    t->recent_next = (t->recent_next + 1) % SL_BURST_WINDOW_JOBS;
+}
+
+/* One line per departure: tenant, claim id, slot and departure on Redis's
+ * clock (as best this host knows it), and the departure on this host's. */
+static void trace_departure(const tenant *t, const job *j, int64_t now)
+{
+    int64_t offset = t->worker->clock_offset_us;
+    fprintf(t->worker->trace, "%s\t%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\n", t->name, j->id,
+            j->send_at_us + offset, now + offset, now);
+}
+
+/* Sends every waiting job whose time has come, within concurrency; arms
  * the timer for the next one. */
 static void release_due(tenant *t)
 {
     size_t concurrency = (size_t)t->config->concurrency;
     int64_t now = sl_worker_now_us();
-    while (t->head && t->in_flight < concurrency && t->head->send_at_us <= now + SEND_EARLY_US) {
+    while (t->head && t->in_flight < concurrency && head_may_leave(t, now)) {
+        note_departure(t, now);
+        if (t->worker->trace)
+            trace_departure(t, t->head, now);
         send_job(t, pop_waiting(t));
         now = sl_worker_now_us();
     }
     if (t->head && t->in_flight < concurrency)
-        arm(t->release_timer, t->head->send_at_us - now);
+        arm(t->release_timer, head_departure(t) - now);
     if (t->waiting < MAX_WAITING / 2 && !evtimer_pending(t->claim_timer, NULL))
         sl_tenant_claim(t);
 }
@@ -278,32 +342,22 @@ static void accept_job(tenant *t, const sl_claimed_job *c)
 {
     job *j = calloc(1, sizeof *j);
     char *id = strndup(c->id, c->id_len);
-    if (!j || !id) {
+    char *element = malloc(c->job_len + 1);
+    if (!j || !id || !element) {
         free(j);
         free(id);
+        free(element);
         return; /* its lease expires and it is claimed again */
     }
+    memcpy(element, c->job, c->job_len);
+    element[c->job_len] = '\0';
     j->tenant = t;
     j->id = id;
     j->lease = c->lease;
     j->attempts = c->attempts;
     j->send_at_us = c->slot_us - t->worker->clock_offset_us;
-
-    char err[256];
-    sl_job_status status = sl_job_parse(c->job, c->job_len, &t->rules, &j->request, err, sizeof err);
-    if (status == SL_JOB_NO_MEMORY) {
-        release_job(t, j);
-        return;
-    }
-    if (status != SL_JOB_OK) {
-        dead_letter_job(t, j, sl_job_status_reason(status), 0, false, err);
-        return;
-    }
-    const char *key = j->request.id ? j->request.id : j->id;
-    if (!sl_request_headers_build(t->config, &j->request, key, &j->headers)) {
-        release_job(t, j);
-        return;
-    }
+    j->element = element;
+    j->element_len = c->job_len;
     push_waiting(t, j);
 }
 
@@ -318,7 +372,7 @@ static void on_claim_reply(redisReply *reply, void *arg)
         sl_redis_conn_reload_scripts(w->redis);
         return;
     }
-    int64_t local = sl_worker_now_us();
+    int64_t received = sl_worker_now_us();
     sl_claimed_job jobs[CLAIM_BATCH];
     sl_claim_result result;
     char err[256];
@@ -327,7 +381,7 @@ static void on_claim_reply(redisReply *reply, void *arg)
         schedule_claim(t, RETRY_AFTER_ERROR_US);
         return;
     }
-    sl_worker_observe_clock(w, result.now_us, local);
+    sl_worker_observe_clock(w, result.now_us, t->claim_sent_us, received);
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i]);
     t->claimed += result.job_count;
@@ -353,13 +407,15 @@ void sl_tenant_claim(tenant *t)
 {
     worker *w = t->worker;
     const char *sha = sl_redis_conn_sha(w->redis, "claim");
-    if (t->claim_outstanding || w->draining || !sha || t->waiting >= MAX_WAITING)
+    if (t->claim_outstanding || w->draining || !sha || t->waiting >= MAX_WAITING ||
+        !sl_worker_clock_ready(w))
         return;
     evtimer_del(t->claim_timer);
     char id_prefix[24];
     snprintf(id_prefix, sizeof id_prefix, "%016" PRIx64 ".", sl_random_u64(&w->rng));
     sl_claim_build(&w->claim_argv, sha, &t->claim, id_prefix);
     const char **argv = sl_argv_finish(&w->claim_argv);
+    t->claim_sent_us = sl_worker_now_us();
     if (argv && sl_redis_conn_send(w->redis, (int)w->claim_argv.count, argv,
                                    w->claim_argv.lengths, on_claim_reply, t))
         t->claim_outstanding = true;
@@ -373,6 +429,30 @@ static void on_claim_timer(evutil_socket_t fd, short kind, void *arg)
 }
 
 /* ---- lifecycle ---- */
+
+/* The least gap between departures while catching up after a stall: 80%
+ * of an interval, so that a stall's lateness spreads thinly over the next
+ * few departures. It must leave room for a timer's own lateness (up to
+ * ~150 us here), or that lateness would add up from job to job: so the gap
+ * shrinks at short intervals, to nothing below 150 us, where the window
+ * rule alone bounds bursts. */
+static int64_t catch_up_gap_us(int64_t interval_us)
+{
+    int64_t room = interval_us / 5 > 150 ? interval_us / 5 : 150;
+    return interval_us > room ? interval_us - room : 0;
+}
+
+/* How far ahead to claim: two intervals, so that one slow claim reply does
+ * not make a job late, but at least 50 ms (a batch at high rates stays small
+ * enough that a claim script is short) and at most 1 s (jobs stay claimable
+ * by others). */
+static int64_t lookahead_us(int64_t rate_milli)
+{
+    int64_t two_intervals = 2 * SL_JOB / rate_milli;
+    if (two_intervals < LOOKAHEAD_MIN_US)
+        return LOOKAHEAD_MIN_US;
+    return two_intervals > LOOKAHEAD_MAX_US ? LOOKAHEAD_MAX_US : two_intervals;
+}
 
 tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *config)
 {
@@ -397,7 +477,7 @@ tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *confi
         .overflow_dead_letter = config->overflow == SL_OVERFLOW_DEAD_LETTER,
         .raw = config->format == SL_FORMAT_RAW,
         .max_wait_us = config->max_wait_ms * 1000,
-        .lookahead_us = LOOKAHEAD_US,
+        .lookahead_us = lookahead_us(config->rate_milli),
         .lease_us = config->timeout_ms * 1000 + LEASE_MARGIN_US,
         .batch = CLAIM_BATCH,
         .limits = t->limits,
@@ -412,6 +492,8 @@ tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *confi
         .idempotency_header = config->idempotency_header,
     };
     t->idle_ms = IDLE_MIN_MS;
+    t->window_us = 10 * SL_JOB / config->rate_milli;
+    t->min_gap_us = catch_up_gap_us(SL_JOB / config->rate_milli);
     sl_argv_init(&t->ack_filling);
     sl_argv_init(&t->ack_sending);
     t->claim_timer = evtimer_new(w->base, on_claim_timer, t);

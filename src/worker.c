@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "keys.h"
@@ -15,7 +16,8 @@
 #define DISCOVER_EVERY_MS 1000
 #define DRAIN_CHECK_MS 10
 #define ACK_FLUSH_AFTER_GRACE_US 2000000 /* after the grace period, acks get this long */
-#define CLOCK_EPOCH_US 10000000
+#define CLOCK_PROBES 3          /* TIME round trips after a connect, before claiming */
+#define CLOCK_PROBE_EVERY_MS 5000
 
 int64_t sl_worker_now_us(void)
 {
@@ -24,21 +26,29 @@ int64_t sl_worker_now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* A reply carrying Redis's now arrives after it was read, so each sample
- * (redis_now - local receive time) underestimates the offset by the reply's
- * latency: the largest recent sample is the best estimate. Samples are kept
- * per 10 s epoch so that the clocks may drift. */
-void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t local_us)
+/* Like NTP: Redis read its clock somewhere within the round trip, so a
+ * sample against the round trip's midpoint is off by at most half of it.
+ * Of the last SL_CLOCK_SAMPLES samples the one with the shortest round trip
+ * is trusted: a reply slowed by a busy moment never moves the estimate,
+ * and old samples roll off, so drift between the clocks is followed. */
+void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t sent_us,
+                             int64_t received_us)
 {
-    int64_t sample = redis_now_us - local_us;
-    if (w->offset_epoch_us == 0 || local_us - w->offset_epoch_us > CLOCK_EPOCH_US) {
-        if (w->offset_epoch_us == 0)
-            w->clock_offset_us = sample;
-        w->offset_epoch_us = local_us;
-        w->clock_offset_us = sample > w->clock_offset_us - 1000 ? sample : w->clock_offset_us - 1000;
-    } else if (sample > w->clock_offset_us) {
-        w->clock_offset_us = sample;
-    }
+    w->sample_offset[w->sample_next] = redis_now_us - (sent_us + received_us) / 2;
+    w->sample_rtt[w->sample_next] = received_us - sent_us;
+    w->sample_next = (w->sample_next + 1) % SL_CLOCK_SAMPLES;
+    if (w->samples < SL_CLOCK_SAMPLES)
+        w->samples++;
+    int best = 0;
+    for (int i = 1; i < w->samples; i++)
+        if (w->sample_rtt[i] < w->sample_rtt[best])
+            best = i;
+    w->clock_offset_us = w->sample_offset[best];
+}
+
+bool sl_worker_clock_ready(const worker *w)
+{
+    return w->clock_probes >= CLOCK_PROBES;
 }
 
 static uint32_t name_hash(const char *name)
@@ -146,13 +156,62 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
 
 /* ---- readiness, drain, stop ---- */
 
+typedef struct clock_probe {
+    worker *w;
+    int64_t sent_us;
+} clock_probe;
+
+static void send_clock_probe(worker *w);
+
+static void on_time_reply(redisReply *reply, void *arg)
+{
+    clock_probe *probe = arg;
+    worker *w = probe->w;
+    int64_t received = sl_worker_now_us();
+    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2) {
+        int64_t redis_now = strtoll(reply->element[0]->str, NULL, 10) * 1000000 +
+                            strtoll(reply->element[1]->str, NULL, 10);
+        sl_worker_observe_clock(w, redis_now, probe->sent_us, received);
+        if (++w->clock_probes == CLOCK_PROBES) {
+            for (size_t i = 0; i < w->tenant_count; i++)
+                sl_tenant_resume(w->tenants[i]);
+        } else if (w->clock_probes < CLOCK_PROBES) {
+            send_clock_probe(w);
+        }
+    }
+    free(probe);
+}
+
+static void send_clock_probe(worker *w)
+{
+    clock_probe *probe = malloc(sizeof *probe);
+    if (!probe)
+        return;
+    probe->w = w;
+    probe->sent_us = sl_worker_now_us();
+    const char *argv[] = {"TIME"};
+    if (!sl_redis_conn_send(w->redis, 1, argv, NULL, on_time_reply, probe))
+        free(probe);
+}
+
+/* Every few seconds: one more sample, whatever the traffic. */
+static void on_clock_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    if (sl_redis_conn_ready(w->redis) && sl_worker_clock_ready(w))
+        send_clock_probe(w);
+}
+
 static void on_redis_ready(void *arg, bool ready)
 {
     worker *w = arg;
     if (!ready)
         return; /* replies come back NULL; work resumes when ready again */
-    for (size_t i = 0; i < w->tenant_count; i++)
-        sl_tenant_resume(w->tenants[i]);
+    /* Measure the clock before anything departs; tenants resume after. */
+    w->clock_probes = 0;
+    send_clock_probe(w);
 }
 
 static bool all_idle(const worker *w)
@@ -231,6 +290,8 @@ static void worker_cleanup(worker *w)
         event_free(w->discover_timer);
     if (w->drain_timer)
         event_free(w->drain_timer);
+    if (w->clock_timer)
+        event_free(w->clock_timer);
     sl_argv_free(&w->claim_argv);
     sl_argv_free(&w->scan_argv);
 }
@@ -248,8 +309,11 @@ static bool worker_setup(worker *w)
     snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
     w->discover_timer = event_new(w->base, -1, EV_PERSIST, on_discover_timer, w);
     w->drain_timer = event_new(w->base, -1, EV_PERSIST, on_drain_timer, w);
-    if (!w->discover_timer || !w->drain_timer)
+    w->clock_timer = event_new(w->base, -1, EV_PERSIST, on_clock_timer, w);
+    if (!w->discover_timer || !w->drain_timer || !w->clock_timer)
         return false;
+    struct timeval probe_every = {CLOCK_PROBE_EVERY_MS / 1000, 0};
+    event_add(w->clock_timer, &probe_every);
     for (size_t i = 0; i < w->config->tenant_count; i++) {
         const sl_tenant_config *config = &w->config->tenants[i];
         if (sl_worker_for_tenant(config->name, w->count) == w->index && !add_tenant(w, config->name, config))
@@ -266,6 +330,9 @@ static bool worker_setup(worker *w)
 int sl_worker_run(worker *w)
 {
     w->exit_code = 0;
+    /* Linux lets a sleeping thread's timers fire up to 50 us late by
+     * default, to save wake-ups; departures are this thread's whole job. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     if (!worker_setup(w)) {
         SL_LOG(SL_LOG_ERROR, "msg=\"worker setup failed\" worker=%d", w->index);
         worker_cleanup(w);
@@ -277,7 +344,7 @@ int sl_worker_run(worker *w)
     return w->exit_code;
 }
 
-worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed)
+worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed, FILE *trace)
 {
     worker *w = calloc(1, sizeof *w);
     if (!w)
@@ -286,6 +353,7 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
     w->index = index;
     w->count = count;
     w->rng = seed | 1;
+    w->trace = trace;
     atomic_init(&w->command, WORKER_RUN);
     struct event_config *ec = event_config_new();
     if (ec) {

@@ -3,6 +3,7 @@
 #define SLUICE_WORKER_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 
@@ -11,8 +12,9 @@ typedef struct worker worker;
 enum { SL_WORKER_DRAIN = 1, SL_WORKER_STOP = 2 };
 
 /* A worker (not yet running) for the tenants that hash to index among
- * count workers; config must outlive it. NULL if out of memory. */
-worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed);
+ * count workers; config (and trace, the departure trace or NULL) must
+ * outlive it. NULL if out of memory. */
+worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed, FILE *trace);
 /* Runs the worker's loop until it drains or is stopped; returns its exit
  * code (0: drained cleanly). Call on the worker's own thread. */
 int sl_worker_run(worker *w);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <event2/event.h>
 
@@ -21,6 +22,12 @@
 
 struct worker;
 
+/* Clock samples kept: the one with the shortest round trip is trusted. */
+#define SL_CLOCK_SAMPLES 16
+
+/* At most this many departures in any window of 10 intervals. */
+#define SL_BURST_WINDOW_JOBS 11
+
 /* A claimed job, from its claim until its outcome is acked. */
 typedef struct job {
     struct job *next; /* in the tenant's FIFO while waiting for its slot */
@@ -30,7 +37,10 @@ typedef struct job {
     int64_t lease;
     int64_t attempts; /* made before this one */
     int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
-    sl_job_request request;
+    char *element;      /* the job as pushed, parsed only when it is sent so
+                           that a claimed batch never stalls the loop; owned */
+    size_t element_len;
+    sl_job_request request; /* parsed at send time */
     sl_request_headers headers;
 } job;
 
@@ -47,9 +57,15 @@ typedef struct tenant {
 
     job *head, *tail;  /* claimed, waiting for their slot (slot order) */
     size_t waiting;
+    /* Pacing after a stall (see head_departure in tenant.c). */
+    int64_t recent[SL_BURST_WINDOW_JOBS]; /* the last departures, a ring */
+    int recent_next;      /* the oldest of them, overwritten next */
+    int64_t window_us;    /* 10 intervals */
+    int64_t min_gap_us;   /* least gap while catching up (catch_up_gap_us) */
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
+    int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
     int64_t idle_ms;   /* polling backoff while the queue is empty */
     struct event *claim_timer;
     struct event *release_timer;
@@ -86,10 +102,15 @@ typedef struct worker {
     sl_argv claim_argv;      /* reused by every claim */
     sl_argv scan_argv;
     int64_t clock_offset_us; /* Redis TIME minus local time, best estimate */
-    int64_t offset_epoch_us;
+    int64_t sample_offset[SL_CLOCK_SAMPLES]; /* the last samples, a ring */
+    int64_t sample_rtt[SL_CLOCK_SAMPLES];
+    int samples, sample_next;
+    int clock_probes;        /* TIME probes answered since the last connect */
+    struct event *clock_timer;
     bool scanning;
     char scan_cursor[32];
     int exit_code;
+    FILE *trace;             /* departure trace or NULL; shared, stdio locks it */
 } worker;
 
 /* tenant.c */
@@ -111,7 +132,11 @@ bool sl_tenant_idle(const tenant *t);
 /* The local CLOCK_REALTIME in us. */
 int64_t sl_worker_now_us(void);
 /* Learns the offset between Redis TIME and the local clock from a reply
- * that carried Redis's now, received at local time local_us. */
-void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t local_us);
+ * that carried Redis's now, for a request sent at local sent_us and
+ * answered at local received_us. */
+void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t sent_us,
+                             int64_t received_us);
+/* True once the clock offset is known well enough to schedule departures. */
+bool sl_worker_clock_ready(const worker *w);
 
 #endif

@@ -12,8 +12,8 @@
 
 #include "daemon_process.h"
 
-bool daemon_start(daemon_process *d, const char *config_path, const char *log_path, char *err,
-                  size_t err_size)
+bool daemon_start(daemon_process *d, const char *config_path, const char *log_path,
+                  const char *trace_path, char *err, size_t err_size)
 {
     const char *binary = getenv("SLUICE_BIN");
     if (!binary) {
@@ -36,7 +36,11 @@ bool daemon_start(daemon_process *d, const char *config_path, const char *log_pa
             dup2(fd, 2);
             close(fd);
         }
-        execl(binary, "sluice", "run", "-c", config_path, (char *)NULL);
+        if (trace_path)
+            execl(binary, "sluice", "run", "-c", config_path, "--trace-departures", trace_path,
+                  (char *)NULL);
+        else
+            execl(binary, "sluice", "run", "-c", config_path, (char *)NULL);
         _exit(127);
     }
     return true;

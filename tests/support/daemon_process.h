@@ -11,9 +11,10 @@ typedef struct daemon_process {
 } daemon_process;
 
 /* Starts getenv("SLUICE_BIN") run -c config_path, stderr appended to
- * log_path. Dies with the calling process. */
-bool daemon_start(daemon_process *d, const char *config_path, const char *log_path, char *err,
-                  size_t err_size);
+ * log_path, with --trace-departures trace_path unless it is NULL. Dies
+ * with the calling process. */
+bool daemon_start(daemon_process *d, const char *config_path, const char *log_path,
+                  const char *trace_path, char *err, size_t err_size);
 
 /* Sends sig and waits up to timeout_ms for the exit; returns the exit code,
  * 128 + signal if it was killed, or -1 if it did not exit in time (it is
