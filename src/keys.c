@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "keys.h"
 
 static void tenant_key(char *out, const char *prefix, const char *tenant, const char *what)
@@ -24,14 +25,6 @@ void sl_limit_key(char *out, const char *prefix, const char *tenant, const char 
     snprintf(out, SL_KEY_MAX, "%s:{%s}:limit:%s", prefix, tenant, limit_name);
 }
 
-bool sl_tenant_name_ok(const char *name)
-{
-    size_t len = strlen(name);
-    return len >= 1 && len <= 128 &&
-           strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") ==
-               len;
-}
-
 bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefix, char *out,
                               size_t out_size)
 {
@@ -47,5 +40,5 @@ bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefi
         return false;
     memcpy(out, key + prefix_len + 2, tenant_len);
     out[tenant_len] = '\0';
-    return sl_tenant_name_ok(out);
+    return sl_tenant_name_valid(out);
 }

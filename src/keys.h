@@ -29,7 +29,4 @@ void sl_limit_key(char *out, const char *prefix, const char *tenant, const char 
 bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefix, char *out,
                               size_t out_size);
 
-/* True for 1..128 characters of [A-Za-z0-9_.:-] (SPEC section 2). */
-bool sl_tenant_name_ok(const char *name);
-
 #endif

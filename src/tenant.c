@@ -29,6 +29,7 @@
 #define ACK_DELAY_US 2000             /* else within 2 ms */
 #define IDLE_MIN_MS 10
 #define IDLE_MAX_MS 1000              /* SPEC: polling backs off to at most 1 s */
+#define IDLE_NOTIFIED_MAX_MS 30000    /* with keyspace notifications: a safety net */
 #define RETRY_AFTER_ERROR_US 1000000
 
 static void release_due(tenant *t);
@@ -393,9 +394,14 @@ static void on_claim_reply(redisReply *reply, void *arg)
         sl_tenant_drain(t);
         return;
     }
-    if (result.job_count == 0 && result.next_us == 0) {
+    if (t->wake_pending) {
+        t->wake_pending = false;
+        t->idle_ms = IDLE_MIN_MS;
+        schedule_claim(t, 0);
+    } else if (result.job_count == 0 && result.next_us == 0) {
         schedule_claim(t, t->idle_ms * 1000); /* idle: poll, backing off */
-        t->idle_ms = t->idle_ms * 2 > IDLE_MAX_MS ? IDLE_MAX_MS : t->idle_ms * 2;
+        int64_t idle_max = w->notified ? IDLE_NOTIFIED_MAX_MS : IDLE_MAX_MS;
+        t->idle_ms = t->idle_ms * 2 > idle_max ? idle_max : t->idle_ms * 2;
     } else {
         t->idle_ms = IDLE_MIN_MS;
         schedule_claim(t, result.next_us == 0 ? IDLE_MIN_MS * 1000 : result.next_us - result.now_us);
@@ -419,6 +425,15 @@ void sl_tenant_claim(tenant *t)
     if (argv && sl_redis_conn_send(w->redis, (int)w->claim_argv.count, argv,
                                    w->claim_argv.lengths, on_claim_reply, t))
         t->claim_outstanding = true;
+}
+
+void sl_tenant_wake(tenant *t)
+{
+    t->idle_ms = IDLE_MIN_MS;
+    if (t->claim_outstanding)
+        t->wake_pending = true;
+    else if (!t->head) /* jobs still waiting: their slots come first anyway */
+        sl_tenant_claim(t);
 }
 
 static void on_claim_timer(evutil_socket_t fd, short kind, void *arg)

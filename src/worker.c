@@ -154,6 +154,34 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
         scan_page(w);
 }
 
+/* ---- keyspace notifications ---- */
+
+static void on_push(void *arg, const char *name)
+{
+    worker *w = arg;
+    if (w->draining || sl_worker_for_tenant(name, w->count) != w->index)
+        return;
+    tenant *t = find_tenant(w, name);
+    if (t) {
+        sl_tenant_wake(t);
+        return;
+    }
+    const sl_tenant_config *config = sl_config_tenant_for(w->config, name);
+    if (config && (t = add_tenant(w, name, config))) {
+        SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
+        sl_tenant_claim(t);
+    }
+}
+
+static void on_notify_state(void *arg, bool active)
+{
+    worker *w = arg;
+    w->notified = active;
+    if (!active) /* pushes may go unseen now: poll every tenant again soon */
+        for (size_t i = 0; i < w->tenant_count; i++)
+            sl_tenant_wake(w->tenants[i]);
+}
+
 /* ---- readiness, drain, stop ---- */
 
 typedef struct clock_probe {
@@ -254,6 +282,8 @@ static void start_drain(worker *w)
         return;
     w->draining = true;
     w->drain_deadline_us = sl_worker_now_us() + w->config->grace_ms * 1000;
+    sl_notify_free(w->notify); /* no more wake-ups: nothing new is claimed */
+    w->notify = NULL;
     evtimer_del(w->discover_timer);
     for (size_t i = 0; i < w->tenant_count; i++)
         sl_tenant_drain(w->tenants[i]);
@@ -277,6 +307,8 @@ static void on_wakeup(evutil_socket_t fd, short kind, void *arg)
 
 static void worker_cleanup(worker *w)
 {
+    sl_notify_free(w->notify);
+    w->notify = NULL;
     sl_redis_conn_free(w->redis); /* pending callbacks see NULL replies */
     w->redis = NULL;
     for (size_t i = 0; i < w->tenant_count; i++)
@@ -324,7 +356,9 @@ static bool worker_setup(worker *w)
         event_add(w->discover_timer, &every);
     }
     w->redis = sl_redis_conn_new(w->base, &w->config->redis, on_redis_ready, w);
-    return w->redis != NULL;
+    w->notify = sl_notify_new(w->base, &w->config->redis, w->config->prefix, on_push,
+                              on_notify_state, w);
+    return w->redis && w->notify;
 }
 
 int sl_worker_run(worker *w)

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "envelope.h"
 #include "http_client.h"
+#include "notify.h"
 #include "redis_argv.h"
 #include "redis_conn.h"
 #include "request.h"
@@ -65,6 +66,7 @@ typedef struct tenant {
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
+    bool wake_pending;    /* a push was notified while a claim was out */
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
     int64_t idle_ms;   /* polling backoff while the queue is empty */
     struct event *claim_timer;
@@ -89,6 +91,8 @@ typedef struct worker {
     struct event_base *base;
     const sl_config *config;
     sl_redis_conn *redis;
+    sl_notify *notify;       /* keyspace notifications, when the server has them */
+    bool notified;           /* they are on: idle tenants need not be polled often */
     sl_http_client *http;
     struct event *wakeup;    /* the main thread activates it after setting command */
     atomic_int command;
@@ -118,6 +122,9 @@ tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *confi
 void sl_tenant_free(tenant *t);
 /* Claims now if nothing stops it (one claim at a time, Redis ready, not draining). */
 void sl_tenant_claim(tenant *t);
+/* A job was pushed (keyspace notification): claim now, or right after the
+ * claim under way, whose reply may predate the push. */
+void sl_tenant_wake(tenant *t);
 /* Redis became ready again: resend what failed, claim. */
 void sl_tenant_resume(tenant *t);
 /* Shutdown: hand back waiting jobs, stop claiming. */

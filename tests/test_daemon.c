@@ -644,3 +644,68 @@ Test(daemon, sliding_log_quota_dead_letters_beyond_it)
     sink_requests_free(reqs, n);
     assert_nothing_left("acme");
 }
+
+/* ---- idle tenants: pickup ---- */
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Pushes one job with id `id` to tenant and returns the time until the
+ * endpoint had it, in us (or -1 after 5 s). */
+static int64_t pickup_latency(const char *tenant, const char *id)
+{
+    size_t before = count_delivered();
+    char key[256], job[128];
+    snprintf(key, sizeof key, "sluice:{%s}:queue", tenant);
+    snprintf(job, sizeof job, "{\"id\":\"%s\"}", id);
+    int64_t pushed = wall_us();
+    freeReplyObject(redisCommand(fx.conn, "LPUSH %s %s", key, job));
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, before + 1, 5000, &reqs);
+    int64_t latency = -1;
+    for (size_t i = before; i < n; i++)
+        if (strcmp(reqs[i].key, id) == 0)
+            latency = reqs[i].arrival_us - pushed;
+    sink_requests_free(reqs, n);
+    return latency;
+}
+
+static const char *idle_config(void)
+{
+    return write_config("{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10},"
+                        " \"*\": {\"endpoint\": \"http://127.0.0.1:%d/other\", \"rate\": 10}}",
+                        sink.port, sink.port);
+}
+
+Test(daemon, keyspace_notifications_wake_idle_tenants_at_once)
+{
+    freeReplyObject(redisCommand(fx.conn, "CONFIG SET notify-keyspace-events Kl"));
+    daemon_process d = start_daemon(idle_config());
+    sleep_ms(2500); /* idle long enough for polling to have backed off */
+    int64_t known = pickup_latency("acme", "idle-1");
+    int64_t discovered = pickup_latency("newco", "new-1");
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_log_info("pickup with notifications: known tenant %" PRId64 " us, new tenant %" PRId64 " us",
+                known, discovered);
+    cr_assert(known >= 0 && known < 100000, "idle tenant picked up after %" PRId64 " us", known);
+    cr_assert(discovered >= 0 && discovered < 100000, "new tenant picked up after %" PRId64 " us",
+              discovered);
+}
+
+Test(daemon, without_notifications_polling_picks_up_within_a_second)
+{
+    daemon_process d = start_daemon(idle_config());
+    sleep_ms(2500);
+    int64_t known = pickup_latency("acme", "idle-2");
+    int64_t discovered = pickup_latency("newco", "new-2");
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_log_info("pickup by polling: known tenant %" PRId64 " us, new tenant %" PRId64 " us", known,
+                discovered);
+    cr_assert(known >= 0 && known < 1200000, "idle tenant picked up after %" PRId64 " us", known);
+    cr_assert(discovered >= 0 && discovered < 1200000, "new tenant picked up after %" PRId64 " us",
+              discovered);
+}

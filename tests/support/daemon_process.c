@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon_process.h"
+#include "process.h"
 
 bool daemon_start(daemon_process *d, const char *config_path, const char *log_path,
                   const char *trace_path, char *err, size_t err_size)
@@ -50,18 +51,7 @@ int daemon_stop(daemon_process *d, int sig, int timeout_ms)
 {
     if (d->pid <= 0)
         return -1;
-    kill(d->pid, sig);
-    int status = 0;
-    for (int waited = 0; waited <= timeout_ms; waited += 10) {
-        pid_t r = waitpid(d->pid, &status, WNOHANG);
-        if (r == d->pid) {
-            d->pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        }
-        nanosleep(&(struct timespec){0, 10000000}, NULL);
-    }
-    kill(d->pid, SIGKILL);
-    waitpid(d->pid, &status, 0);
+    int code = process_stop(d->pid, sig, timeout_ms);
     d->pid = 0;
-    return -1;
+    return code;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "process.h"
 #include "redis_server.h"
 
 static void sleep_ms(long ms)
@@ -130,14 +131,7 @@ bool rs_start_on(rs_server *server, int port, char *err, size_t err_size)
 void rs_stop(rs_server *server)
 {
     if (server->pid > 0) {
-        kill(server->pid, SIGTERM);
-        int status;
-        int i = 0;
-        while (waitpid(server->pid, &status, WNOHANG) == 0) {
-            if (++i == 500)
-                kill(server->pid, SIGKILL);
-            sleep_ms(10);
-        }
+        process_stop(server->pid, SIGTERM, 5000);
         server->pid = 0;
     }
     if (server->dir[0]) {

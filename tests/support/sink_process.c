@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "process.h"
 #include "sink_process.h"
 
 static void sleep_ms(long ms)
@@ -144,14 +145,7 @@ bool sink_start(sink_process *s, const char *binary_path, char *err, size_t err_
 void sink_stop(sink_process *s)
 {
     if (s->pid > 0) {
-        kill(s->pid, SIGTERM);
-        int status;
-        int i = 0;
-        while (waitpid(s->pid, &status, WNOHANG) == 0) {
-            if (++i == 500)
-                kill(s->pid, SIGKILL);
-            sleep_ms(10);
-        }
+        process_stop(s->pid, SIGTERM, 5000);
         s->pid = 0;
     }
     if (s->dir[0]) {

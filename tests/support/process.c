@@ -1,0 +1,20 @@
+/* process.c - see process.h. */
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "process.h"
+
+int process_stop(pid_t pid, int sig, int timeout_ms)
+{
+    kill(pid, sig);
+    int status = 0;
+    for (int waited = 0; waited <= timeout_ms; waited += 10) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
