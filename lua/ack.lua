@@ -8,7 +8,9 @@ KEYS  1 inflight (ZSET)  2 jobs (HASH)  3 retry (ZSET)  4 dlq (LIST)  5 shape (H
 ARGV  1 tenant, then ops, each a name and its fields:
         done    id lease                      delivered: forget the job
         retry   id lease delay_us error       attempted and failed: retry after delay
-        release id lease                      not sent (shutdown): back, due now
+        release id lease order_us             not sent (shutdown, a pause): back,
+                                              due now + order_us, which keeps
+                                              the order of a batch handed back
         dead    id lease reason http_status attempted error
                                               dead-letter (attempted: 1 if an
                                               HTTP attempt was made, counted)
@@ -47,7 +49,7 @@ while i <= #ARGV do
     applied = applied + 1
     i = i + 2
   else
-    local width = ({done = 3, retry = 5, release = 3, dead = 7})[op]
+    local width = ({done = 3, retry = 5, release = 4, dead = 7})[op]
     if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(op)) end
     local id, lease = ARGV[i + 1], ARGV[i + 2]
     local record = take(id, lease)
@@ -60,7 +62,7 @@ while i <= #ARGV do
         record.attempts = record.attempts + 1
         redis.call('HSET', K_JOBS, id, fmt(record.attempts) .. ':' .. fmt(record.first_seen) .. ':' .. record.job)
       end
-      redis.call('ZADD', K_RETRY, fmt(op == 'retry' and now + tonumber(ARGV[i + 3]) or now), id)
+      redis.call('ZADD', K_RETRY, fmt(now + tonumber(ARGV[i + 3])), id)
     else -- dead
       local status = tonumber(ARGV[i + 4])
       redis.call('HDEL', K_JOBS, id)

@@ -140,9 +140,10 @@ void sl_ack_retry(sl_argv *a, const char *id, int64_t lease, int64_t delay_us, c
     sl_argv_add_str(a, error);
 }
 
-void sl_ack_release(sl_argv *a, const char *id, int64_t lease)
+void sl_ack_release(sl_argv *a, const char *id, int64_t lease, int64_t order_us)
 {
     op_header(a, "release", id, lease);
+    sl_argv_add_int(a, order_us);
 }
 
 void sl_ack_dead(sl_argv *a, const char *id, int64_t lease, const char *reason, int http_status,

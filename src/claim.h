@@ -73,7 +73,9 @@ void sl_ack_start(sl_argv *a, const char *sha, const sl_tenant_keys *keys, const
 size_t sl_ack_op_count(const sl_argv *a);
 void sl_ack_done(sl_argv *a, const char *id, int64_t lease);
 void sl_ack_retry(sl_argv *a, const char *id, int64_t lease, int64_t delay_us, const char *error);
-void sl_ack_release(sl_argv *a, const char *id, int64_t lease);
+/* Hands a job back unsent, due at Redis's now + order_us: give the jobs of
+ * one hand-back increasing order_us to keep their order. */
+void sl_ack_release(sl_argv *a, const char *id, int64_t lease, int64_t order_us);
 /* attempted: an HTTP attempt was made (it counts in the record's attempts). */
 void sl_ack_dead(sl_argv *a, const char *id, int64_t lease, const char *reason, int http_status,
                  bool attempted, const char *error);

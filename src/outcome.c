@@ -29,6 +29,9 @@ sl_outcome sl_outcome_decide(int http_status, const char *retry_after, int attem
     if (pause && sl_retry_after_parse(retry_after, now_ms, &delay))
         return (sl_outcome){.kind = SL_OUTCOME_PAUSE_RETRY, .delay_ms = delay};
     delay = sl_backoff_ms(attempts_done, base_ms, max_ms, random);
-    return (sl_outcome){.kind = pause ? SL_OUTCOME_PAUSE_RETRY : SL_OUTCOME_RETRY,
+    /* A 503 that names no time is a server error like any other: pausing
+     * the whole tenant for it would leave its slots unused. A 429 always
+     * asks the tenant to slow down. */
+    return (sl_outcome){.kind = s == 429 ? SL_OUTCOME_PAUSE_RETRY : SL_OUTCOME_RETRY,
                         .delay_ms = delay};
 }

@@ -9,9 +9,12 @@
  *                                 request gets the same redirect again
  *   400..499 except 408 425 429   DEAD "http_4xx", even on the last attempt
  *   attempts_done >= max_attempts DEAD "exhausted" (for every row below)
- *   429, 503                      PAUSE_RETRY, delay from Retry-After when
- *                                 present and parseable, else the backoff;
- *                                 the caller pauses the tenant for delay_ms
+ *   429, 503 with Retry-After     PAUSE_RETRY, delay from Retry-After (when
+ *                                 parseable); the caller pauses the tenant
+ *                                 for delay_ms
+ *   429 without (usable) one      PAUSE_RETRY after sl_backoff_ms
+ *   503 without (usable) one      RETRY after sl_backoff_ms: a server error
+ *                                 that names no time pauses nobody
  *   408, 425, other 500..599      RETRY after sl_backoff_ms
  *   0 (timeout, connection error) RETRY after sl_backoff_ms
  *   anything else (1xx as a final status, < 0, >= 600): no usable HTTP

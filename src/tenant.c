@@ -161,7 +161,8 @@ static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
 
 static void release_job(tenant *t, job *j)
 {
-    sl_ack_release(&t->ack_filling, j->id, j->lease);
+    /* The batch's size so far orders the jobs handed back within it. */
+    sl_ack_release(&t->ack_filling, j->id, j->lease, (int64_t)t->ack_filling.count);
     ack_added(t);
     job_free(j);
 }

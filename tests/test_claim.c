@@ -223,18 +223,28 @@ Test(claim, expired_leases_are_reclaimed_with_their_record)
     free(again);
 }
 
-Test(claim, release_hands_jobs_back_without_an_attempt)
+Test(claim, release_hands_jobs_back_in_order_without_an_attempt)
 {
-    push("{}");
-    sl_claim_params p = params(1000000, SEC, 10);
+    for (int i = 0; i < 12; i++) {
+        char job[32];
+        snprintf(job, sizeof job, "{\"n\":%d}", i);
+        push(job);
+    }
+    sl_claim_params p = params(1000000, SEC, 20);
     claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 12);
+    /* order_us decides, not the ids (which sort in claim order): hand
+     * them back reversed and they must come back reversed */
     sl_ack_start(&args, ack_sha, &keys, "acme");
-    sl_ack_release(&args, c->id[0], c->lease[0]);
+    for (int i = 0; i < 12; i++)
+        sl_ack_release(&args, c->id[i], c->lease[i], 11 - i);
     send_ack();
     claimed *again = claim(&p);
-    cr_assert_eq(again->result.job_count, 1);
-    cr_assert_str_eq(again->id[0], c->id[0]);
-    cr_assert_eq(again->attempts[0], 0);
+    cr_assert_eq(again->result.job_count, 12);
+    for (int i = 0; i < 12; i++) {
+        cr_assert_str_eq(again->id[i], c->id[11 - i], "handed back out of order at %d", i);
+        cr_assert_eq(again->attempts[i], 0);
+    }
     free(c);
     free(again);
 }

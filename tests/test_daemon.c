@@ -709,3 +709,49 @@ Test(daemon, without_notifications_polling_picks_up_within_a_second)
     cr_assert(discovered >= 0 && discovered < 1200000, "new tenant picked up after %" PRId64 " us",
               discovered);
 }
+
+/* ---- isolation ---- */
+
+Test(daemon, a_slow_tenant_does_not_delay_another)
+{
+    /* One worker thread serves both: the slow endpoint holds only its own
+     * tenant's concurrency. */
+    char path[128];
+    snprintf(path, sizeof path, "%s/sluice.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"redis\": \"redis://127.0.0.1:%d/0\", \"workers\": 1, \"admin\": null,"
+            " \"grace_ms\": 5000, \"tenants\": {"
+            " \"slow\": {\"endpoint\": \"http://127.0.0.1:%d/slow/2000\", \"rate\": 100, \"concurrency\": 2},"
+            " \"fast\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100}}}\n",
+            fx.server.port, sink.port, sink.port);
+    fclose(f);
+    push_jobs("slow", "slow", 50);
+    push_jobs("fast", "fast", 100);
+    daemon_process d = start_daemon(path);
+    sink_request *reqs = NULL;
+    size_t n = 0;
+    int fast = 0;
+    for (int waited = 0; waited < 10000 && fast < 100; waited += 100) {
+        sink_requests_free(reqs, n);
+        n = sink_read_log(&sink, &reqs);
+        fast = 0;
+        for (size_t i = 0; i < n; i++)
+            fast += strncmp(reqs[i].key, "fast-", 5) == 0;
+        sleep_ms(100);
+    }
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_assert_eq(fast, 100, "only %d fast jobs delivered", fast);
+    int64_t first = INT64_MAX, last = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(reqs[i].key, "fast-", 5) != 0)
+            continue;
+        first = reqs[i].arrival_us < first ? reqs[i].arrival_us : first;
+        last = reqs[i].arrival_us > last ? reqs[i].arrival_us : last;
+    }
+    double rate = 99.0 / (double)(last - first) * 1e6;
+    cr_log_info("fast tenant beside a slow one: %.2f/s", rate);
+    cr_assert(fabs(rate - 100) < 2, "the fast tenant ran at %.2f/s", rate);
+    sink_requests_free(reqs, n);
+}
