@@ -31,6 +31,7 @@
 #define IDLE_MAX_MS 1000              /* SPEC: polling backs off to at most 1 s */
 #define IDLE_NOTIFIED_MAX_MS 30000    /* with keyspace notifications: a safety net */
 #define RETRY_AFTER_ERROR_US 1000000
+#define SATURATED_AFTER_US 10000      /* a head job this overdue means saturated */
 
 static void release_due(tenant *t);
 static void ack_flush(tenant *t);
@@ -232,6 +233,14 @@ static void on_delivered(void *arg, const sl_http_result *result)
  * is goes to the dead-letter list with the precise reason. */
 static void send_job(tenant *t, job *j)
 {
+    /* A job that waited so long (the endpoint was slower than the rate)
+     * that its lease would run out mid-request goes back instead: once the
+     * lease is gone another worker may claim and send it too. */
+    int64_t lease_local = j->lease - t->worker->clock_offset_us;
+    if (sl_worker_now_us() + t->config->timeout_ms * 1000 >= lease_local) {
+        release_job(t, j);
+        return;
+    }
     char err[256];
     sl_job_status status = sl_job_parse(j->element, j->element_len, &t->rules, &j->request, err,
                                         sizeof err);
@@ -410,12 +419,21 @@ static void on_claim_reply(redisReply *reply, void *arg)
     release_due(t);
 }
 
+/* The endpoint cannot keep up (all concurrency busy, the head job overdue):
+ * more claims would only make jobs wait under lease; they wait in the
+ * queue instead, and claims resume as the backlog drains. */
+static bool saturated(const tenant *t)
+{
+    return t->head && t->in_flight >= (size_t)t->config->concurrency &&
+           t->head->send_at_us + SATURATED_AFTER_US < sl_worker_now_us();
+}
+
 void sl_tenant_claim(tenant *t)
 {
     worker *w = t->worker;
     const char *sha = sl_redis_conn_sha(w->redis, "claim");
     if (t->claim_outstanding || w->draining || !sha || t->waiting >= MAX_WAITING ||
-        !sl_worker_clock_ready(w))
+        !sl_worker_clock_ready(w) || saturated(t))
         return;
     evtimer_del(t->claim_timer);
     char id_prefix[24];

@@ -239,6 +239,14 @@ static size_t wait_each_delivered(const char *tag, int expected, int timeout_ms,
     }
 }
 
+/* Whether timing is the product's: sanitizers slow sluice several-fold, so
+ * their build checks what happens, and the normal build how fast. */
+static bool timing_counts(void)
+{
+    const char *sanitized = getenv("SLUICE_SANITIZED");
+    return !sanitized || strcmp(sanitized, "1") != 0;
+}
+
 /* One measured run of the shaping figures the issue asks for. The
  * delivered rate and each job's single delivery are measured at the
  * endpoint. Bursts and jitter are measured on the departures sluice traces:
@@ -282,7 +290,8 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
                 " us; at the endpoint: most %zu, p50 %" PRId64 " p99 %" PRId64 " max %" PRId64 " us",
                 rate, attempt, jobs, measured, error * 100, out.most_in_10, out.p50, out.p99, out.max,
                 at_endpoint.most_in_10, at_endpoint.p50, at_endpoint.p99, at_endpoint.max);
-    cr_assert_lt(error, 0.01, "rate error %.3f%%", error * 100);
+    if (timing_counts())
+        cr_assert_lt(error, 0.01, "rate error %.3f%%", error * 100);
     cr_assert_leq(out.most_in_10, 11, "a burst: %zu departures in 10 intervals", out.most_in_10);
     free(departures);
     free(arrivals);
@@ -298,12 +307,10 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
  * A real regression fails all three. */
 static void check_shaping(double rate, int jobs)
 {
-    const char *sanitized = getenv("SLUICE_SANITIZED");
-    bool timing_counts = !sanitized || strcmp(sanitized, "1") != 0; /* sanitizers slow sluice */
     int64_t p99 = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         p99 = shaping_run(rate, jobs, attempt);
-        if (p99 < 1000 || !timing_counts)
+        if (p99 < 1000 || !timing_counts())
             return;
     }
     cr_assert_fail("p99 of |gap - 1/rate| was 1 ms or more in three runs (last %" PRId64 " us)", p99);
@@ -723,11 +730,12 @@ Test(daemon, a_slow_tenant_does_not_delay_another)
     fprintf(f,
             "{\"redis\": \"redis://127.0.0.1:%d/0\", \"workers\": 1, \"admin\": null,"
             " \"grace_ms\": 5000, \"tenants\": {"
-            " \"slow\": {\"endpoint\": \"http://127.0.0.1:%d/slow/2000\", \"rate\": 100, \"concurrency\": 2},"
+            " \"slow\": {\"endpoint\": \"http://127.0.0.1:%d/slow/1000\", \"rate\": 100, \"concurrency\": 2,"
+            "   \"timeout_ms\": 3000},"
             " \"fast\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100}}}\n",
             fx.server.port, sink.port, sink.port);
     fclose(f);
-    push_jobs("slow", "slow", 50);
+    push_jobs("slow", "slow", 10);
     push_jobs("fast", "fast", 100);
     daemon_process d = start_daemon(path);
     sink_request *reqs = NULL;
@@ -754,4 +762,14 @@ Test(daemon, a_slow_tenant_does_not_delay_another)
     cr_log_info("fast tenant beside a slow one: %.2f/s", rate);
     cr_assert(fabs(rate - 100) < 2, "the fast tenant ran at %.2f/s", rate);
     sink_requests_free(reqs, n);
+
+    /* The slow tenant, 100/s against an endpoint that takes 2 a second:
+     * its jobs wait in the queue, not under a lease that could expire, so
+     * each is delivered exactly once. */
+    daemon_process again = start_daemon(path);
+    n = wait_each_delivered("slow", 10, 15000, &reqs);
+    cr_assert_eq(daemon_stop(&again, SIGTERM, 10000), 0);
+    assert_each_once(reqs, n, "slow", 10, false);
+    sink_requests_free(reqs, n);
+    assert_nothing_left("slow");
 }
