@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <time.h>
@@ -26,6 +27,7 @@ typedef struct daemon_state {
     atomic_int finished;
     struct event *worker_done;
     int signals_seen;
+    bool worker_failed; /* one worker ended unasked: the others were told to drain */
 } daemon_state;
 
 typedef struct worker_start {
@@ -48,8 +50,16 @@ static void on_worker_done(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     daemon_state *d = arg;
-    if (atomic_load(&d->finished) == d->started)
+    if (atomic_load(&d->finished) == d->started) {
         event_base_loopbreak(d->base);
+    } else if (d->signals_seen == 0 && !d->worker_failed) {
+        /* A worker ended unasked (its setup failed): a daemon that serves
+         * only some of its tenants would hide that. Stop, cleanly, exit 1. */
+        d->worker_failed = true;
+        SL_LOG(SL_LOG_ERROR, "msg=\"a worker stopped unexpectedly: stopping the others\"");
+        for (int i = 0; i < d->started; i++)
+            sl_worker_command(d->workers[i], SL_WORKER_DRAIN);
+    }
 }
 
 static void on_stop_signal(evutil_socket_t sig, short kind, void *arg)
@@ -130,7 +140,7 @@ int sl_daemon_run(const sl_config *config, FILE *trace)
         event_base_dispatch(d.base);
     if (d.signals_seen >= 2)
         return SL_DAEMON_EXIT_NOW; /* workers may still run: nothing is freed */
-    code = d.started == n ? 0 : 1;
+    code = d.started == n && !d.worker_failed ? 0 : 1;
     for (int i = 0; i < d.started; i++) {
         pthread_join(d.threads[i], NULL);
         if (d.exit_codes[i] != 0)

@@ -406,6 +406,33 @@ Test(daemon, sigterm_hands_back_and_exits_zero)
     assert_nothing_left("acme");
 }
 
+Test(daemon, a_second_sigterm_exits_at_once_and_loses_nothing)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/3000\", \"rate\": 20, \"concurrency\": 4}}",
+        sink.port);
+    push_jobs("acme", "x", 40);
+    daemon_process d = start_daemon(config);
+    sleep_ms(800); /* requests under way, each for 3 s; the grace is 5 s */
+    kill(d.pid, SIGTERM);
+    sleep_ms(100);
+    struct timespec before, after;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    double took = (double)(after.tv_sec - before.tv_sec) + (double)(after.tv_nsec - before.tv_nsec) / 1e9;
+    cr_assert_lt(took, 1.0, "the second SIGTERM took %.2f s", took);
+    /* Nothing lost: no request finished (each takes 3 s), so every job is
+     * still in Redis: queued, retrying, or under a lease that will expire
+     * and return it; those that reached the endpoint come again with the
+     * same Idempotency-Key. */
+    long long held = redis_int("LLEN sluice:{%s}:queue", "acme") +
+                     redis_int("ZCARD sluice:{%s}:retry", "acme") +
+                     redis_int("ZCARD sluice:{%s}:inflight", "acme");
+    cr_assert_eq(held, 40, "only %lld of 40 jobs still held", held);
+    cr_assert_gt(count_delivered(), 0, "no request was under way: the test proved nothing");
+}
+
 Test(daemon, carries_on_when_redis_restarts)
 {
     const char *config = write_config(
