@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "sd_notify.h"
 #include "worker.h"
 
 typedef struct daemon_state {
@@ -28,7 +30,29 @@ typedef struct daemon_state {
     struct event *worker_done;
     int signals_seen;
     bool worker_failed; /* one worker ended unasked: the others were told to drain */
+    unsigned *last_heartbeat; /* per worker, at the previous watchdog tick */
+    bool check_heartbeats;    /* ticks are far enough apart for heartbeats to move */
 } daemon_state;
+
+/* systemd's watchdog (WatchdogSec=): petted at half its interval, and only
+ * while every worker's loop is seen moving, so a stuck worker gets the
+ * service restarted. */
+static void on_watchdog(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    daemon_state *d = arg;
+    bool all_alive = true;
+    for (int i = 0; d->check_heartbeats && i < d->started; i++) {
+        unsigned beat = sl_worker_heartbeat(d->workers[i]);
+        all_alive &= beat != d->last_heartbeat[i];
+        d->last_heartbeat[i] = beat;
+    }
+    if (all_alive)
+        sl_sd_notify("WATCHDOG=1");
+    else
+        SL_LOG(SL_LOG_ERROR, "msg=\"a worker's loop is stuck: not petting the watchdog\"");
+}
 
 typedef struct worker_start {
     daemon_state *daemon;
@@ -69,6 +93,7 @@ static void on_stop_signal(evutil_socket_t sig, short kind, void *arg)
     if (++d->signals_seen == 1) {
         SL_LOG(SL_LOG_INFO, "msg=\"draining\" signal=%d grace_ms=%lld", (int)sig,
                (long long)d->config->grace_ms);
+        sl_sd_notify("STOPPING=1\nSTATUS=draining: finishing deliveries, handing back the rest");
         for (int i = 0; i < d->started; i++)
             sl_worker_command(d->workers[i], SL_WORKER_DRAIN);
     } else {
@@ -136,8 +161,28 @@ int sl_daemon_run(const sl_config *config, FILE *trace)
         }
         d.started++;
     }
+    struct event *watchdog = NULL;
+    int64_t watchdog_usec = sl_sd_watchdog_usec(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"),
+                                                (long)getpid());
+    d.last_heartbeat = calloc((size_t)n, sizeof *d.last_heartbeat);
+    if (d.started == n && watchdog_usec > 0 && d.last_heartbeat) {
+        watchdog = event_new(d.base, -1, EV_PERSIST, on_watchdog, &d);
+        d.check_heartbeats = watchdog_usec / 2 >= 500000; /* workers beat every 100 ms */
+        struct timeval half = {(time_t)(watchdog_usec / 2 / 1000000),
+                               (suseconds_t)(watchdog_usec / 2 % 1000000)};
+        if (watchdog)
+            event_add(watchdog, &half);
+    }
+    if (d.started == n) {
+        char status[128];
+        snprintf(status, sizeof status, "READY=1\nSTATUS=running %d workers, %zu tenants%s", n,
+                 config->tenant_count, config->template_tenant ? " and the \"*\" template" : "");
+        sl_sd_notify(status);
+    }
     if (d.started > 0)
         event_base_dispatch(d.base);
+    if (watchdog)
+        event_free(watchdog);
     if (d.signals_seen >= 2)
         return SL_DAEMON_EXIT_NOW; /* workers may still run: nothing is freed */
     code = d.started == n && !d.worker_failed ? 0 : 1;
@@ -161,6 +206,7 @@ done:
     if (d.base)
         event_base_free(d.base);
     free(starts);
+    free(d.last_heartbeat);
     free(d.exit_codes);
     free(d.threads);
     free(d.workers);

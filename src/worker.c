@@ -18,6 +18,7 @@
 #define ACK_FLUSH_AFTER_GRACE_US 2000000 /* after the grace period, acks get this long */
 #define CLOCK_PROBES 3          /* TIME round trips after a connect, before claiming */
 #define CLOCK_PROBE_EVERY_MS 5000
+#define HEARTBEAT_MS 100
 
 int64_t sl_worker_now_us(void)
 {
@@ -305,6 +306,19 @@ static void on_wakeup(evutil_socket_t fd, short kind, void *arg)
 
 /* ---- the thread ---- */
 
+static void on_heartbeat(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    atomic_fetch_add(&w->heartbeat, 1);
+}
+
+unsigned sl_worker_heartbeat(worker *w)
+{
+    return atomic_load(&w->heartbeat);
+}
+
 static void worker_cleanup(worker *w)
 {
     sl_notify_free(w->notify);
@@ -324,6 +338,8 @@ static void worker_cleanup(worker *w)
         event_free(w->drain_timer);
     if (w->clock_timer)
         event_free(w->clock_timer);
+    if (w->heartbeat_timer)
+        event_free(w->heartbeat_timer);
     sl_argv_free(&w->claim_argv);
     sl_argv_free(&w->scan_argv);
 }
@@ -342,8 +358,11 @@ static bool worker_setup(worker *w)
     w->discover_timer = event_new(w->base, -1, EV_PERSIST, on_discover_timer, w);
     w->drain_timer = event_new(w->base, -1, EV_PERSIST, on_drain_timer, w);
     w->clock_timer = event_new(w->base, -1, EV_PERSIST, on_clock_timer, w);
-    if (!w->discover_timer || !w->drain_timer || !w->clock_timer)
+    w->heartbeat_timer = event_new(w->base, -1, EV_PERSIST, on_heartbeat, w);
+    if (!w->discover_timer || !w->drain_timer || !w->clock_timer || !w->heartbeat_timer)
         return false;
+    struct timeval beat = {0, HEARTBEAT_MS * 1000};
+    event_add(w->heartbeat_timer, &beat);
     struct timeval probe_every = {CLOCK_PROBE_EVERY_MS / 1000, 0};
     event_add(w->clock_timer, &probe_every);
     for (size_t i = 0; i < w->config->tenant_count; i++) {
@@ -389,6 +408,7 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
     w->rng = seed | 1;
     w->trace = trace;
     atomic_init(&w->command, WORKER_RUN);
+    atomic_init(&w->heartbeat, 0);
     struct event_config *ec = event_config_new();
     if (ec) {
         /* Shaping needs sub-millisecond timers. */

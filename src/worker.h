@@ -23,6 +23,9 @@ void sl_worker_free(worker *w);
 /* From any thread: SL_WORKER_DRAIN (finish, hand back, stop) or
  * SL_WORKER_STOP (stop now). */
 void sl_worker_command(worker *w, int command);
+/* A counter the worker's loop bumps every 100 ms, read from any thread:
+ * if it stops moving, the loop is stuck. */
+unsigned sl_worker_heartbeat(worker *w);
 /* Which worker serves a tenant (a hash of its name). */
 int sl_worker_for_tenant(const char *name, int worker_count);
 

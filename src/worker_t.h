@@ -96,6 +96,8 @@ typedef struct worker {
     sl_http_client *http;
     struct event *wakeup;    /* the main thread activates it after setting command */
     atomic_int command;
+    atomic_uint heartbeat;   /* bumped by the loop: the watchdog sees it alive */
+    struct event *heartbeat_timer;
     tenant **tenants;
     size_t tenant_count, tenant_capacity;
     struct event *discover_timer;

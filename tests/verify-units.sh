@@ -1,0 +1,13 @@
+#!/bin/sh
+# systemd-analyze verify on each unit given; any word from it fails the
+# test, since it only warns (exit 0) about many mistakes.
+status=0
+for unit in "$@"; do
+  out=$(systemd-analyze verify --man=no "$unit" 2>&1) || status=1
+  if [ -n "$out" ]; then
+    printf '%s\n' "$out"
+    status=1
+  fi
+  [ $status -eq 0 ] && echo "ok: $unit"
+done
+exit $status
