@@ -10,9 +10,10 @@
 
 typedef enum { SL_LOG_ERROR, SL_LOG_WARNING, SL_LOG_INFO, SL_LOG_DEBUG } sl_log_level;
 
-/* Sets the most verbose level written, and whether to prefix lines with the
- * syslog level "<N>" that journald understands (when under systemd). */
-void sl_log_setup(sl_log_level level, bool syslog_prefix);
+/* Sets the most verbose level written, whether to prefix lines with the
+ * syslog level "<N>" that journald understands (when under systemd), and
+ * whether to write each line as a JSON object instead of key=value. */
+void sl_log_setup(sl_log_level level, bool syslog_prefix, bool json);
 bool sl_log_enabled(sl_log_level level);
 /* Writes one line: "level=info msg=... <fields>" (fields preformatted). */
 void sl_log_write(sl_log_level level, const char *format, ...)

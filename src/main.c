@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "config.h"
 #include "daemon.h"
 #include "log.h"
@@ -25,6 +26,10 @@ static const char usage_text[] =
     "Commands:\n"
     "  run -c FILE          run the daemon with the configuration FILE\n"
     "  check-config FILE    validate FILE, report every mistake, exit 2 if any\n"
+    "  push TENANT JOB...   validate jobs, then LPUSH them onto TENANT's queue\n"
+    "  stats [TENANT]       queued, scheduled, retrying, dead-lettered, rate, delay\n"
+    "  dlq list|replay|purge TENANT\n"
+    "                       show, requeue or delete dead-lettered jobs\n"
     "  script [NAME]        print the embedded Lua script NAME (no NAME: list them)\n"
     "  version              print the version\n"
     "  help                 print this help\n"
@@ -95,8 +100,13 @@ static sl_config *load_config(const char *command, const char *path)
     sl_errors errors;
     sl_errors_init(&errors);
     sl_config *config = sl_config_load(path, &env, &errors);
-    for (size_t i = 0; i < errors.count; i++)
-        fprintf(stderr, "sluice %s: %s: %s\n", command, path, errors.items[i]);
+    size_t path_len = strlen(path);
+    for (size_t i = 0; i < errors.count; i++) {
+        /* read failures already start with the path; field errors do not */
+        bool named = strncmp(errors.items[i], path, path_len) == 0;
+        fprintf(stderr, "sluice %s: %s%s%s\n", command, named ? "" : path, named ? "" : ": ",
+                errors.items[i]);
+    }
     sl_errors_clear(&errors);
     return config;
 }
@@ -133,6 +143,8 @@ static const char run_help[] =
     "\n"
     "  -c, --config FILE     the configuration (see check-config)\n"
     "      --log-level LEVEL error, warning, info (default) or debug\n"
+    "      --log-format FORMAT\n"
+    "                        text (default: level=info msg=... key=value) or json\n"
     "      --trace-departures FILE\n"
     "                        append one line per job as it leaves: tenant, claim\n"
     "                        id, slot and departure (us on Redis's clock), and the\n"
@@ -157,13 +169,15 @@ static int cmd_run(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"log-level", required_argument, NULL, 'l'},
         {"trace-departures", required_argument, NULL, 't'},
+        {"log-format", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *path = NULL, *trace_path = NULL;
     sl_log_level level = SL_LOG_INFO;
+    bool json_logs = false;
     int opt;
-    optind = 1;
+    optind = 0; /* 0, not 1: glibc then forgets main's "+" (stop at the first non-option) */
     while ((opt = getopt_long(argc, argv, "c:h", options, NULL)) != -1) {
         switch (opt) {
         case 'c':
@@ -177,6 +191,13 @@ static int cmd_run(int argc, char **argv)
             break;
         case 't':
             trace_path = optarg;
+            break;
+        case 'f':
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+                fprintf(stderr, "sluice run: --log-format: 'text' or 'json', not '%s'\n", optarg);
+                return EXIT_USAGE;
+            }
+            json_logs = strcmp(optarg, "json") == 0;
             break;
         case 'h':
             fputs(run_help, stdout);
@@ -192,7 +213,7 @@ static int cmd_run(int argc, char **argv)
         return EXIT_USAGE;
     }
     /* journald reads a "<N>" prefix as the line's level. */
-    sl_log_setup(level, getenv("JOURNAL_STREAM") != NULL);
+    sl_log_setup(level, getenv("JOURNAL_STREAM") != NULL, json_logs);
     sl_config *config = load_config("run", path);
     if (!config)
         return EXIT_USAGE;
@@ -247,6 +268,12 @@ int main(int argc, char **argv)
         return cmd_run(sub_argc, sub_argv);
     if (strcmp(command, "check-config") == 0)
         return cmd_check_config(sub_argc, sub_argv);
+    if (strcmp(command, "push") == 0)
+        return sl_cli_push(sub_argc, sub_argv);
+    if (strcmp(command, "stats") == 0)
+        return sl_cli_stats(sub_argc, sub_argv);
+    if (strcmp(command, "dlq") == 0)
+        return sl_cli_dlq(sub_argc, sub_argv);
     if (strcmp(command, "version") == 0)
         return cmd_version(sub_argc, sub_argv);
     if (strcmp(command, "script") == 0)
