@@ -18,6 +18,9 @@ ARGV  1 tenant, then ops, each a name and its fields:
 Reply {applied, stale}
 ]]
 
+-- sluice:include shaping
+-- sluice:include dead_letter
+
 local K_INFLIGHT, K_JOBS, K_RETRY, K_DLQ, K_SHAPE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local tenant = ARGV[1]
 local t = redis.call('TIME')
@@ -40,11 +43,10 @@ local i = 2
 while i <= #ARGV do
   local op = ARGV[i]
   if op == 'pause' then
+    -- No slot before the pause ends: the schedule restarts there.
     local until_us = now + tonumber(ARGV[i + 1])
-    local next_free = tonumber(redis.call('HGET', K_SHAPE, 'next_free')) or 0
-    if until_us > next_free then
-      redis.call('HSET', K_SHAPE, 'next_free', fmt(until_us), 'frac', '0')
-      redis.call('PEXPIREAT', K_SHAPE, fmt(math.floor((until_us + 999) / 1000)))
+    if until_us > shaping_load(K_SHAPE).next_free then
+      shaping_store(K_SHAPE, {next_free = until_us, frac = 0})
     end
     applied = applied + 1
     i = i + 2
@@ -64,13 +66,10 @@ while i <= #ARGV do
       end
       redis.call('ZADD', K_RETRY, fmt(now + tonumber(ARGV[i + 3])), id)
     else -- dead
-      local status = tonumber(ARGV[i + 4])
       redis.call('HDEL', K_JOBS, id)
-      redis.call('LPUSH', K_DLQ, cjson.encode({
-        tenant = tenant, reason = ARGV[i + 3], job = record.job, id = id,
-        http_status = status > 0 and status or cjson.null, error = ARGV[i + 6],
-        attempts = record.attempts + tonumber(ARGV[i + 5]),
-        first_seen_ms = math.floor(record.first_seen / 1000), dead_at_ms = math.floor(now / 1000)}))
+      redis.call('LPUSH', K_DLQ, dead_letter_record(tenant, ARGV[i + 3], record.job, id,
+        tonumber(ARGV[i + 4]), ARGV[i + 6], record.attempts + tonumber(ARGV[i + 5]),
+        record.first_seen, now))
     end
     if record then applied = applied + 1 end
     i = i + width

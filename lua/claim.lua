@@ -30,6 +30,7 @@ new jobs, and keep their id (Idempotency-Key), attempts and first-seen time.
 -- sluice:include fixed_window
 -- sluice:include sliding_window_log
 -- sluice:include sliding_window_counter
+-- sluice:include dead_letter
 
 local ALGORITHMS = {
   policing = {load = policing_load, decide = policing_decide, store = policing_store},
@@ -62,10 +63,8 @@ local function fmt(n) return string.format('%d', n) end
 
 local dead_lettered = 0
 local function dead_letter(job, reason, attempts, first_seen, message, id)
-  redis.call('LPUSH', K_DLQ, cjson.encode({
-    tenant = tenant, reason = reason, job = job, id = id or cjson.null,
-    http_status = cjson.null, error = message, attempts = attempts,
-    first_seen_ms = math.floor(first_seen / 1000), dead_at_ms = math.floor(now / 1000)}))
+  redis.call('LPUSH', K_DLQ, dead_letter_record(tenant, reason, job, id, nil, message, attempts,
+    first_seen, now))
   dead_lettered = dead_lettered + 1
 end
 

@@ -14,6 +14,13 @@ Reply {replayed, skipped}
 
 local K_DLQ, K_QUEUE = KEYS[1], KEYS[2]
 local count = tonumber(ARGV[1]) or 0
+-- Records are popped before their jobs are pushed, and a script's writes
+-- are not undone when a later command fails: make sure none can fail
+-- first. (Redis refuses a writing script when out of memory before it runs.)
+local queue_type = redis.call('TYPE', K_QUEUE)['ok']
+if queue_type ~= 'list' and queue_type ~= 'none' then
+  return redis.error_reply('ERR dlq_replay: ' .. K_QUEUE .. ' is a ' .. queue_type .. ', not a list: nothing replayed')
+end
 local len = redis.call('LLEN', K_DLQ)
 local replayed, kept = 0, {}
 for _ = 1, len do

@@ -141,7 +141,9 @@ static int validate(const job_list *jobs, const sl_job_rules *rules)
     return code;
 }
 
-/* LPUSH in batches of PUSH_BATCH plus one SADD, all in one pipeline. */
+/* LPUSH in batches of PUSH_BATCH plus one SADD, in one pipeline and one
+ * MULTI/EXEC: either every job is queued or none is, so a failed push can
+ * be repeated without duplicating part of it. */
 static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
 {
     sl_tenant_keys keys;
@@ -154,6 +156,7 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
         fputs("sluice push: out of memory\n", stderr);
         return SL_CLI_RUNTIME;
     }
+    redisAppendCommand(cli->conn, "MULTI");
     size_t commands = 0;
     for (size_t at = 0; at < jobs->count; at += PUSH_BATCH) {
         size_t n = jobs->count - at < PUSH_BATCH ? jobs->count - at : PUSH_BATCH;
@@ -172,17 +175,34 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
     snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
     redisAppendCommand(cli->conn, "SADD %s %s", tenants_key, tenant);
     commands++;
+    redisAppendCommand(cli->conn, "EXEC");
     free(argv);
     free(lens);
-    int code = SL_CLI_OK;
-    for (size_t i = 0; i < commands; i++) {
+    /* MULTI's +OK and one +QUEUED per command; an error there aborts EXEC. */
+    for (size_t i = 0; i < commands + 1; i++) {
         redisReply *reply = sl_cli_reply(cli);
         if (!reply)
             return SL_CLI_RUNTIME;
-        if (reply->type != REDIS_REPLY_INTEGER)
-            code = sl_cli_unexpected(cli, i + 1 < commands ? "LPUSH" : "SADD");
         freeReplyObject(reply);
     }
+    redisReply *exec = sl_cli_reply(cli);
+    if (!exec)
+        return SL_CLI_RUNTIME;
+    int code = SL_CLI_OK;
+    if (exec->type != REDIS_REPLY_ARRAY || exec->elements != commands) {
+        code = sl_cli_unexpected(cli, "EXEC");
+    } else {
+        for (size_t i = 0; i < commands; i++) {
+            const redisReply *r = exec->element[i];
+            if (r->type == REDIS_REPLY_ERROR) {
+                fprintf(stderr, "sluice push: redis %s: %s\n", cli->address, r->str);
+                code = SL_CLI_RUNTIME;
+            } else if (r->type != REDIS_REPLY_INTEGER) {
+                code = sl_cli_unexpected(cli, i + 1 < commands ? "LPUSH" : "SADD");
+            }
+        }
+    }
+    freeReplyObject(exec);
     return code;
 }
 

@@ -736,26 +736,42 @@ static void parse_headers(parse_ctx *c, const cJSON *tenant, const char *parent,
     }
 }
 
-static void parse_allow_urls(parse_ctx *c, const cJSON *tenant, const char *parent,
-                             sl_tenant_config *t)
+/* The array at parent.key, with zeroed room for its items (elem_size each)
+ * in *items and its path in path (PATH_LEN bytes). NULL when the key is
+ * absent or the array empty, and after an error (not an array: reported
+ * as "must be WHAT"; out of memory). */
+static const cJSON *get_array(parse_ctx *c, const cJSON *obj, const char *parent, const char *key,
+                              const char *what, size_t elem_size, char *path, void **items)
 {
-    const cJSON *arr = member(tenant, "allow_urls");
+    const cJSON *arr = member(obj, key);
     if (!arr)
-        return;
-    char path[PATH_LEN];
-    path_key(path, sizeof path, parent, "allow_urls");
+        return NULL;
+    path_key(path, PATH_LEN, parent, key);
     if (!cJSON_IsArray(arr)) {
-        fail(c, path, "must be an array of URL prefixes, not %s", json_type(arr));
-        return;
+        fail(c, path, "must be %s, not %s", what, json_type(arr));
+        return NULL;
     }
     size_t n = (size_t)cJSON_GetArraySize(arr);
     if (n == 0)
-        return;
-    t->allow_urls = calloc(n, sizeof *t->allow_urls);
-    if (!t->allow_urls) {
+        return NULL;
+    *items = calloc(n, elem_size);
+    if (!*items) {
         c->oom = true;
-        return;
+        return NULL;
     }
+    return arr;
+}
+
+static void parse_allow_urls(parse_ctx *c, const cJSON *tenant, const char *parent,
+                             sl_tenant_config *t)
+{
+    char path[PATH_LEN];
+    void *items = NULL;
+    const cJSON *arr = get_array(c, tenant, parent, "allow_urls", "an array of URL prefixes",
+                                 sizeof *t->allow_urls, path, &items);
+    if (!arr)
+        return;
+    t->allow_urls = items;
     size_t i = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, arr)
@@ -790,13 +806,7 @@ static void check_window_params(parse_ctx *c, const char *path, sl_limit_type ty
     if (max_st != FIELD_OK || win_st != FIELD_OK || e_max || e_win ||
         type != SL_LIMIT_SLIDING_WINDOW_COUNTER)
         return;
-    /* sl_window_params_error computes (max + 1) * window_ms in int64, which
-     * overflows for the largest in-range pairs. Those exceed the bound
-     * anyway, so ask it about a pair that also does, without overflow. */
-    sl_window_params p = {max, window_ms};
-    if (max + 1 > INT64_MAX / window_ms)
-        p = (sl_window_params){SL_WINDOW_MAX_MAX, SL_COUNTER_PRODUCT_MAX / SL_WINDOW_MAX_MAX + 1};
-    const char *e = sl_window_params_error(&p, true);
+    const char *e = sl_window_params_error(&(sl_window_params){max, window_ms}, true);
     if (e)
         sl_errors_add(c->errors, "%s.%s", path, e);
 }
@@ -878,32 +888,21 @@ static bool parse_limit(parse_ctx *c, const cJSON *obj, const char *path, sl_lim
 static void parse_limits(parse_ctx *c, const cJSON *tenant, const char *parent,
                          sl_tenant_config *t)
 {
-    const cJSON *arr = member(tenant, "limits");
+    char path[PATH_LEN];
+    void *items = NULL;
+    const cJSON *arr = get_array(c, tenant, parent, "limits", "an array of limits",
+                                 sizeof *t->limits, path, &items);
     if (!arr)
         return;
-    char path[PATH_LEN];
-    path_key(path, sizeof path, parent, "limits");
-    if (!cJSON_IsArray(arr)) {
-        fail(c, path, "must be an array of limits, not %s", json_type(arr));
-        return;
-    }
-    size_t n = (size_t)cJSON_GetArraySize(arr);
-    if (n == 0)
-        return;
-    t->limits = calloc(n, sizeof *t->limits);
-    if (!t->limits) {
-        c->oom = true;
-        return;
-    }
+    t->limits = items;
     size_t i = 0;
     const cJSON *item;
     cJSON_ArrayForEach(item, arr)
     {
         char p[PATH_LEN];
-        path_index(p, sizeof p, path, i);
+        path_index(p, sizeof p, path, i++);
         if (!cJSON_IsObject(item)) {
             fail(c, p, "must be an object, not %s", json_type(item));
-            i++;
             continue;
         }
         /* Names key the limit's state in Redis: a repeat would share it. */
@@ -924,7 +923,6 @@ static void parse_limits(parse_ctx *c, const cJSON *tenant, const char *parent,
         }
         if (parse_limit(c, item, p, &t->limits[t->limit_count]))
             t->limit_count++;
-        i++;
     }
 }
 

@@ -5,6 +5,7 @@
  * curl_multi_socket_action from libevent callbacks and then drain
  * curl_multi_info_read. Easy handles are pooled: reusing them keeps
  * allocations off the per-request path. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -95,17 +96,20 @@ static void drain_completed(sl_http_client *client)
         curl_multi_remove_handle(client->multi, easy);
         unlink_active(client, t);
 
+        /* The result's texts are copied out: the transfer is recycled
+         * before done, which may start another request on it. */
+        char retry_after[sizeof t->retry_after], error[CURL_ERROR_SIZE];
+        snprintf(retry_after, sizeof retry_after, "%s", t->retry_after);
+        snprintf(error, sizeof error, "%s", t->error[0] ? t->error : curl_easy_strerror(code));
         sl_http_result result = {
             .status = code == CURLE_OK ? (int)status : 0,
-            .retry_after = t->has_retry_after ? t->retry_after : NULL,
-            .error = NULL,
+            .retry_after = t->has_retry_after ? retry_after : NULL,
+            .error = code == CURLE_OK ? NULL : error,
             .elapsed_us = monotonic_us() - t->started_us,
         };
-        if (code != CURLE_OK)
-            result.error = t->error[0] ? t->error : curl_easy_strerror(code);
         sl_http_done_fn done = t->done;
         void *arg = t->arg;
-        recycle(client, t); /* before done: it may start another request */
+        recycle(client, t);
         done(arg, &result);
     }
 }

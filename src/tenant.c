@@ -173,14 +173,12 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
 {
     sl_ack_dead(&t->ack_filling, j->id, j->lease, reason, status, attempted, error);
     ack_added(t);
-    t->dead++;
     job_free(j);
 }
 
 static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
 {
     sl_ack_retry(&t->ack_filling, j->id, j->lease, delay_us, error);
-    t->retried++;
     job_free(j);
 }
 
@@ -206,7 +204,6 @@ static void on_delivered(void *arg, const sl_http_result *result)
     switch (outcome.kind) {
     case SL_OUTCOME_DELIVERED:
         sl_ack_done(&t->ack_filling, j->id, j->lease);
-        t->delivered++;
         job_free(j);
         break;
     case SL_OUTCOME_PAUSE_RETRY:
@@ -395,7 +392,6 @@ static void on_claim_reply(redisReply *reply, void *arg)
     sl_worker_observe_clock(w, result.now_us, t->claim_sent_us, received);
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i]);
-    t->claimed += result.job_count;
     if (result.reaped)
         SL_LOG(SL_LOG_INFO, "msg=\"expired leases returned\" tenant=%s jobs=%" PRId64, t->name,
                result.reaped);

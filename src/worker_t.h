@@ -78,8 +78,6 @@ typedef struct tenant {
     bool ack_resend;     /* ack_sending failed: send it again when ready */
     struct event *ack_timer;
 
-    /* counters, for logs and the demo */
-    uint64_t delivered, retried, dead, claimed;
 } tenant;
 
 enum worker_command { WORKER_RUN = 0, WORKER_DRAIN = SL_WORKER_DRAIN, WORKER_STOP = SL_WORKER_STOP };
