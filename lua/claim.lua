@@ -16,6 +16,7 @@ ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
       11 limit count, then 5 per limit: name, type, first, second, on_deny
       (first, second as the limit's script takes them; rates in milli-jobs/s)
 Reply {now_us, next_us, queue_len, reaped, dead_lettered,
+       {reason, count, ...} (the dead letters by reason, in order of first use),
        then 6 per claimed job: id, slot_us, lease, attempts, first_seen_us, job}
       next_us: when to claim again (<= now: at once; 0: the tenant is idle).
 
@@ -61,11 +62,16 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function fmt(n) return string.format('%d', n) end
 
-local dead_lettered = 0
+local dead_lettered, dead_reasons = 0, {}
 local function dead_letter(job, reason, attempts, first_seen, message, id)
   redis.call('LPUSH', K_DLQ, dead_letter_record(tenant, reason, job, id, nil, message, attempts,
     first_seen, now))
   dead_lettered = dead_lettered + 1
+  for i = 1, #dead_reasons, 2 do
+    if dead_reasons[i] == reason then dead_reasons[i + 1] = dead_reasons[i + 1] + 1 return end
+  end
+  dead_reasons[#dead_reasons + 1] = reason
+  dead_reasons[#dead_reasons + 1] = 1
 end
 
 -- Leases past their deadline: the worker holding them is gone.
@@ -184,7 +190,7 @@ end
 
 if shape_changed then shaping_store(K_SHAPE, shape) end
 
-local reply = {now, next_us, redis.call('LLEN', K_QUEUE), reaped, dead_lettered}
+local reply = {now, next_us, redis.call('LLEN', K_QUEUE), reaped, dead_lettered, dead_reasons}
 for _, c in ipairs(claimed) do
   for _, field in ipairs(c) do reply[#reply + 1] = field end
 end

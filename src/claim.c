@@ -5,6 +5,8 @@
 #include "claim.h"
 
 #define CLAIM_FIXED_KEYS 6
+#define REPLY_HEADER 6 /* now, next, queue_len, reaped, dead_lettered, reasons */
+#define REPLY_PER_JOB 6
 #define ACK_HEADER_ARGS 9 /* EVALSHA sha 5 five-keys tenant */
 
 void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const char *id_prefix)
@@ -66,7 +68,8 @@ bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_jo
         snprintf(err, err_size, "claim: %s", reply->str);
         return false;
     }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 5 || (reply->elements - 5) % 6) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < REPLY_HEADER ||
+        (reply->elements - REPLY_HEADER) % REPLY_PER_JOB) {
         snprintf(err, err_size, "claim: unexpected reply (type %d, %zu elements)", reply->type,
                  reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0);
         return false;
@@ -77,14 +80,25 @@ bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_jo
         snprintf(err, err_size, "claim: reply header is not 5 integers");
         return false;
     }
-    out->job_count = (reply->elements - 5) / 6;
+    const redisReply *reasons = reply->element[5];
+    bool reasons_ok = reasons->type == REDIS_REPLY_ARRAY && reasons->elements % 2 == 0;
+    for (size_t i = 0; reasons_ok && i < reasons->elements; i += 2)
+        reasons_ok = reasons->element[i]->type == REDIS_REPLY_STRING &&
+                     reasons->element[i + 1]->type == REDIS_REPLY_INTEGER;
+    if (!reasons_ok) {
+        snprintf(err, err_size, "claim: dead-letter reasons are not (string, integer) pairs");
+        return false;
+    }
+    out->dead_reasons = reasons;
+    out->dead_reason_count = reasons->elements / 2;
+    out->job_count = (reply->elements - REPLY_HEADER) / REPLY_PER_JOB;
     if (out->job_count > max_jobs) {
         snprintf(err, err_size, "claim: %zu jobs, more than the batch of %zu", out->job_count,
                  max_jobs);
         return false;
     }
     for (size_t j = 0; j < out->job_count; j++) {
-        size_t at = 5 + j * 6;
+        size_t at = REPLY_HEADER + j * REPLY_PER_JOB;
         sl_claimed_job *job = &jobs[j];
         const redisReply *id = reply->element[at], *element = reply->element[at + 5];
         if (id->type != REDIS_REPLY_STRING || element->type != REDIS_REPLY_STRING ||
@@ -100,6 +114,15 @@ bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_jo
         job->job_len = element->len;
     }
     return true;
+}
+
+void sl_claim_dead_reason(const sl_claim_result *r, size_t i, const char **reason, size_t *len,
+                          int64_t *count)
+{
+    const redisReply *text = r->dead_reasons->element[2 * i];
+    *reason = text->str;
+    *len = text->len;
+    *count = r->dead_reasons->element[2 * i + 1]->integer;
 }
 
 void sl_ack_start(sl_argv *a, const char *sha, const sl_tenant_keys *keys, const char *tenant)

@@ -54,6 +54,10 @@ typedef struct sl_claim_result {
     int64_t queue_len;
     int64_t reaped;       /* expired leases returned */
     int64_t dead_lettered;
+    /* The dead letters by reason: dead_reason_count pairs of a string and
+     * an integer, in the reply; see sl_claim_dead_reason. */
+    const redisReply *dead_reasons;
+    size_t dead_reason_count;
     size_t job_count;
 } sl_claim_result;
 
@@ -66,6 +70,11 @@ void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const
  * reply. jobs[] point into reply: copy before freeing it. */
 bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_job *jobs,
                     size_t max_jobs, char *err, size_t err_size);
+
+/* The i-th (< dead_reason_count) reason of a parsed reply: its text
+ * (pointing into the reply, len bytes) and how many jobs it took. */
+void sl_claim_dead_reason(const sl_claim_result *r, size_t i, const char **reason, size_t *len,
+                          int64_t *count);
 
 /* Resets a and starts an ack batch for one tenant; then add ops. */
 void sl_ack_start(sl_argv *a, const char *sha, const sl_tenant_keys *keys, const char *tenant);

@@ -14,13 +14,22 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
+#include "admin.h"
+#include "config_reload.h"
 #include "daemon.h"
 #include "log.h"
 #include "sd_notify.h"
+#include "version.h"
 #include "worker.h"
 
 typedef struct daemon_state {
-    const sl_config *config;
+    const sl_config *config; /* the running one */
+    const char *config_path; /* re-read on SIGHUP */
+    sl_config **reloaded;    /* every configuration loaded by SIGHUP: kept until
+                                the end, since workers may still point into them */
+    size_t reload_count;
+    sl_admin *admin;
+    sl_admin_source admin_source;
     struct event_base *base;
     worker **workers;
     pthread_t *threads;
@@ -103,12 +112,98 @@ static void on_stop_signal(evutil_socket_t sig, short kind, void *arg)
     }
 }
 
+/* The running configuration becomes next, or stays as it was. */
+static void reload(daemon_state *d)
+{
+    sl_config_env env = sl_config_env_system();
+    sl_errors errors;
+    sl_errors_init(&errors);
+    sl_config *next = sl_config_load(d->config_path, &env, &errors);
+    if (!next) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"reload failed: keeping the running configuration\" file=%s errors=%zu",
+               d->config_path, errors.count + errors.dropped);
+        for (size_t i = 0; i < errors.count; i++)
+            SL_LOG(SL_LOG_ERROR, "msg=\"config error\" error=\"%s\"", errors.items[i]);
+        sl_errors_clear(&errors);
+        return;
+    }
+    char blockers[128];
+    if (sl_config_reload_blockers(d->config, next, blockers, sizeof blockers) > 0) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"reload refused: these settings change only on restart; keeping the running configuration\" changed=\"%s\"",
+               blockers);
+        sl_config_free(next);
+        return;
+    }
+    sl_config **more = realloc(d->reloaded, (d->reload_count + 1) * sizeof *more);
+    if (!more) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"reload failed: out of memory\"");
+        sl_config_free(next);
+        return;
+    }
+    d->reloaded = more;
+    d->reloaded[d->reload_count++] = next;
+    d->config = next;
+    for (int i = 0; i < d->started; i++)
+        sl_worker_reload(d->workers[i], next);
+    SL_LOG(SL_LOG_INFO, "msg=\"configuration reloaded\" file=%s tenants=%zu template=%s",
+           d->config_path, next->tenant_count, next->template_tenant ? "yes" : "no");
+}
+
 static void on_hup(evutil_socket_t sig, short kind, void *arg)
 {
     (void)sig;
     (void)kind;
-    (void)arg;
-    SL_LOG(SL_LOG_WARNING, "msg=\"SIGHUP: configuration reload is not supported yet; restart to apply changes\"");
+    daemon_state *d = arg;
+    if (d->signals_seen > 0)
+        return; /* stopping: nothing to reload for */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    char reloading[96];
+    snprintf(reloading, sizeof reloading, "RELOADING=1\nMONOTONIC_USEC=%lld",
+             (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000);
+    sl_sd_notify(reloading);
+    reload(d);
+    sl_sd_notify("READY=1");
+}
+
+/* ---- what the admin endpoint shows ---- */
+
+static bool admin_metrics(void *ctx, struct evbuffer *out)
+{
+    daemon_state *d = ctx;
+    sl_process_view view = {.version = SLUICE_VERSION, .ready = true};
+    for (int i = 0; i < d->started; i++) {
+        sl_worker_lock_tenants(d->workers[i]);
+        view.tenant_count += sl_worker_tenant_views(d->workers[i], NULL, 0);
+        view.ready &= sl_worker_ready(d->workers[i]);
+        sl_worker_redis_counts(d->workers[i], &view.redis_errors, &view.redis_reconnects);
+    }
+    sl_tenant_view *tenants = calloc(view.tenant_count + 1, sizeof *tenants);
+    size_t filled = 0;
+    for (int i = 0; tenants && i < d->started; i++)
+        filled += sl_worker_tenant_views(d->workers[i], tenants + filled, view.tenant_count - filled);
+    view.tenants = tenants;
+    bool ok = tenants && sl_metrics_render(out, &view);
+    for (int i = 0; i < d->started; i++)
+        sl_worker_unlock_tenants(d->workers[i]);
+    free(tenants);
+    return ok;
+}
+
+static bool admin_ready(void *ctx, char *reason, size_t reason_size)
+{
+    daemon_state *d = ctx;
+    if (atomic_load(&d->finished) > 0 || d->started < d->config->workers) {
+        snprintf(reason, reason_size, "not running: workers stopped or not started");
+        return false;
+    }
+    for (int i = 0; i < d->started; i++)
+        if (!sl_worker_ready(d->workers[i])) {
+            snprintf(reason, reason_size,
+                     "worker %d: not connected to Redis with its scripts loaded, or stopping", i);
+            return false;
+        }
+    return true;
 }
 
 static uint64_t random_seed(void)
@@ -119,14 +214,14 @@ static uint64_t random_seed(void)
     return seed;
 }
 
-int sl_daemon_run(const sl_config *config, FILE *trace)
+int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK || evthread_use_pthreads() != 0) {
         SL_LOG(SL_LOG_ERROR, "msg=\"cannot initialise libcurl or libevent threads\"");
         return 1;
     }
     signal(SIGPIPE, SIG_IGN);
-    daemon_state d = {.config = config};
+    daemon_state d = {.config = config, .config_path = config_path};
     atomic_init(&d.finished, 0);
     int n = config->workers;
     d.base = event_base_new();
@@ -173,7 +268,23 @@ int sl_daemon_run(const sl_config *config, FILE *trace)
         if (watchdog)
             event_add(watchdog, &half);
     }
-    if (d.started == n) {
+    if (d.started == n && config->admin_host) {
+        char err[256];
+        d.admin_source = (sl_admin_source){admin_metrics, admin_ready, &d};
+        d.admin = sl_admin_start(config->admin_host, config->admin_port, &d.admin_source, err,
+                                 sizeof err);
+        if (d.admin) {
+            SL_LOG(SL_LOG_INFO, "msg=\"admin endpoint listening\" address=%s port=%d",
+                   config->admin_host, sl_admin_port(d.admin));
+        } else {
+            /* Asked for and not there: fail loudly rather than run unwatched. */
+            SL_LOG(SL_LOG_ERROR, "msg=\"%s\"", err);
+            d.worker_failed = true;
+            for (int i = 0; i < d.started; i++)
+                sl_worker_command(d.workers[i], SL_WORKER_DRAIN);
+        }
+    }
+    if (d.started == n && !d.worker_failed) {
         char status[128];
         snprintf(status, sizeof status, "READY=1\nSTATUS=running %d workers, %zu tenants%s", n,
                  config->tenant_count, config->template_tenant ? " and the \"*\" template" : "");
@@ -185,6 +296,7 @@ int sl_daemon_run(const sl_config *config, FILE *trace)
         event_free(watchdog);
     if (d.signals_seen >= 2)
         return SL_DAEMON_EXIT_NOW; /* workers may still run: nothing is freed */
+    sl_admin_stop(d.admin); /* before the workers free what it reads */
     code = d.started == n && !d.worker_failed ? 0 : 1;
     for (int i = 0; i < d.started; i++) {
         pthread_join(d.threads[i], NULL);
@@ -206,6 +318,9 @@ done:
     if (d.base)
         event_base_free(d.base);
     free(starts);
+    for (size_t i = 0; i < d.reload_count; i++)
+        sl_config_free(d.reloaded[i]);
+    free(d.reloaded);
     free(d.last_heartbeat);
     free(d.exit_codes);
     free(d.threads);

@@ -15,7 +15,9 @@
  * at once. Returns the exit code: 0 after a clean drain, 1 otherwise, or
  * SL_DAEMON_EXIT_NOW. trace, if not NULL, receives one line per departure
  * (tenant, claim id, slot and departure in microseconds on Redis's clock,
- * departure on this host's clock). */
-int sl_daemon_run(const sl_config *config, FILE *trace);
+ * departure on this host's clock). SIGHUP re-reads config_path: a valid
+ * file applies at once, an invalid one is logged and the running
+ * configuration kept. */
+int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace);
 
 #endif

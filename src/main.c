@@ -227,7 +227,7 @@ static int cmd_run(int argc, char **argv)
         }
         setvbuf(trace, NULL, _IOFBF, 1 << 20); /* no write per job */
     }
-    int code = sl_daemon_run(config, trace);
+    int code = sl_daemon_run(config, path, trace);
     if (code == SL_DAEMON_EXIT_NOW)
         _exit(EXIT_OK); /* worker threads may still be running */
     if (trace && fclose(trace) != 0) {

@@ -34,7 +34,8 @@ struct sl_redis_conn {
     long backoff_ms;
     size_t pending;         /* commands sent, not yet answered */
     long long last_reply_us;
-    unsigned long reconnects;
+    sl_redis_metrics *metrics; /* the caller's, or own_metrics */
+    sl_redis_metrics own_metrics;
     bool closing; /* freeing: the disconnect is ours, do not reconnect */
 };
 
@@ -79,6 +80,8 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     sl_redis_conn *conn = call->conn;
     conn->pending--;
     conn->last_reply_us = monotonic_us();
+    if (r && ((redisReply *)r)->type == REDIS_REPLY_ERROR)
+        sl_counter_add(&conn->metrics->errors, 1);
     call->fn(r, call->arg);
     free(call);
 }
@@ -171,6 +174,7 @@ static void on_connect(const redisAsyncContext *ac, int status)
     if (status != REDIS_OK) {
         SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", ac->errstr,
                conn->backoff_ms);
+        sl_counter_add(&conn->metrics->errors, 1);
         conn->ac = NULL; /* hiredis frees it after this callback */
         schedule_reconnect(conn);
         return;
@@ -204,7 +208,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     conn->ac = NULL; /* hiredis frees it after this callback */
     conn->connected = false;
     conn->pending = 0;
-    conn->reconnects++;
+    sl_counter_add(&conn->metrics->reconnects, 1);
+    sl_counter_add(&conn->metrics->errors, 1);
     SL_LOG(SL_LOG_WARNING, "msg=\"redis connection lost\" error=\"%s\" retry_ms=%ld",
            ac->errstr[0] ? ac->errstr : "closed", conn->backoff_ms);
     set_ready(conn, false);
@@ -222,6 +227,7 @@ static void connect_now(evutil_socket_t fd, short kind, void *arg)
     if (!ac || ac->err) {
         SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld",
                ac ? ac->errstr : "out of memory", conn->backoff_ms);
+        sl_counter_add(&conn->metrics->errors, 1);
         if (ac)
             redisAsyncFree(ac);
         schedule_reconnect(conn);
@@ -247,11 +253,12 @@ static void watchdog(evutil_socket_t fd, short kind, void *arg)
 }
 
 sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target *target,
-                                 sl_redis_ready_fn on_ready, void *arg)
+                                 sl_redis_metrics *metrics, sl_redis_ready_fn on_ready, void *arg)
 {
     sl_redis_conn *conn = calloc(1, sizeof *conn);
     if (!conn)
         return NULL;
+    conn->metrics = metrics ? metrics : &conn->own_metrics;
     conn->base = base;
     conn->target = target;
     conn->on_ready = on_ready;
@@ -299,7 +306,3 @@ const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name)
     return NULL;
 }
 
-unsigned long sl_redis_conn_reconnects(const sl_redis_conn *conn)
-{
-    return conn->reconnects;
-}

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 
+#include "metrics.h"
 #include "redis_url.h"
 
 typedef struct sl_redis_conn sl_redis_conn;
@@ -23,10 +24,11 @@ typedef void (*sl_redis_reply_fn)(redisReply *reply, void *arg);
  * false when the connection is lost (pending callbacks get NULL replies). */
 typedef void (*sl_redis_ready_fn)(void *arg, bool ready);
 
-/* Starts connecting to target (which must outlive the connection). Never
- * NULL unless out of memory. */
+/* Starts connecting to target (which must outlive the connection), counting
+ * its troubles in metrics (the caller's; NULL: not counted). Never NULL
+ * unless out of memory. */
 sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target *target,
-                                 sl_redis_ready_fn on_ready, void *arg);
+                                 sl_redis_metrics *metrics, sl_redis_ready_fn on_ready, void *arg);
 /* Disconnects (pending callbacks get NULL) and frees. Not from a callback. */
 void sl_redis_conn_free(sl_redis_conn *conn);
 bool sl_redis_conn_ready(const sl_redis_conn *conn);
@@ -38,8 +40,6 @@ bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const 
 /* The server lost the scripts (NOSCRIPT): load them again; on_ready(true)
  * follows. */
 void sl_redis_conn_reload_scripts(sl_redis_conn *conn);
-/* Counts for metrics and logs. */
-unsigned long sl_redis_conn_reconnects(const sl_redis_conn *conn);
 
 /* True for an error reply that says the script cache is empty. */
 bool sl_redis_is_noscript(const redisReply *reply);

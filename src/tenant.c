@@ -66,6 +66,7 @@ static void push_waiting(tenant *t, job *j)
         t->head = j;
     t->tail = j;
     t->waiting++;
+    sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
 }
 
 static job *pop_waiting(tenant *t)
@@ -75,6 +76,7 @@ static job *pop_waiting(tenant *t)
     if (!t->head)
         t->tail = NULL;
     t->waiting--;
+    sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
     j->next = NULL;
     return j;
 }
@@ -87,6 +89,7 @@ static void link_flying(tenant *t, job *j)
         t->flying->prev_flying = j;
     t->flying = j;
     t->in_flight++;
+    sl_gauge_set(&t->metrics.in_flight, (int64_t)t->in_flight);
 }
 
 static void unlink_flying(tenant *t, job *j)
@@ -98,6 +101,7 @@ static void unlink_flying(tenant *t, job *j)
     if (j->next_flying)
         j->next_flying->prev_flying = j->prev_flying;
     t->in_flight--;
+    sl_gauge_set(&t->metrics.in_flight, (int64_t)t->in_flight);
 }
 
 /* ---- acks ---- */
@@ -164,6 +168,7 @@ static void release_job(tenant *t, job *j)
 {
     /* The batch's size so far orders the jobs handed back within it. */
     sl_ack_release(&t->ack_filling, j->id, j->lease, (int64_t)t->ack_filling.count);
+    sl_counter_add(&t->metrics.released, 1);
     ack_added(t);
     job_free(j);
 }
@@ -172,6 +177,8 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
                             const char *error)
 {
     sl_ack_dead(&t->ack_filling, j->id, j->lease, reason, status, attempted, error);
+    sl_counter_add(&t->metrics.dead_lettered, 1);
+    sl_label_add(&t->metrics.dead_reasons, reason, strlen(reason), 1);
     ack_added(t);
     job_free(j);
 }
@@ -179,6 +186,7 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
 static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
 {
     sl_ack_retry(&t->ack_filling, j->id, j->lease, delay_us, error);
+    sl_counter_add(&t->metrics.retried, 1);
     job_free(j);
 }
 
@@ -190,6 +198,8 @@ static void on_delivered(void *arg, const sl_http_result *result)
     tenant *t = j->tenant;
     worker *w = t->worker;
     unlink_flying(t, j);
+    sl_status_add(&t->metrics.responses, result->status);
+    sl_histogram_observe(&t->metrics.latency, &sl_latency_bounds, result->elapsed_us);
 
     char error[200];
     if (result->status)
@@ -204,6 +214,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
     switch (outcome.kind) {
     case SL_OUTCOME_DELIVERED:
         sl_ack_done(&t->ack_filling, j->id, j->lease);
+        sl_counter_add(&t->metrics.delivered, 1);
         job_free(j);
         break;
     case SL_OUTCOME_PAUSE_RETRY:
@@ -298,8 +309,9 @@ static int64_t head_departure(const tenant *t)
     return t->head->send_at_us > pace ? t->head->send_at_us : pace;
 }
 
-static void note_departure(tenant *t, int64_t now)
+static void note_departure(tenant *t, const job *j, int64_t now)
 {
+    sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, now - j->send_at_us);
     t->recent[t->recent_next] = now;
     t->recent_next = (t->recent_next + 1) % SL_BURST_WINDOW_JOBS;
 }
@@ -320,7 +332,7 @@ static void release_due(tenant *t)
     size_t concurrency = (size_t)t->config->concurrency;
     int64_t now = sl_worker_now_us();
     while (t->head && t->in_flight < concurrency && head_may_leave(t, now)) {
-        note_departure(t, now);
+        note_departure(t, t->head, now);
         if (t->worker->trace)
             trace_departure(t, t->head, now);
         send_job(t, pop_waiting(t));
@@ -346,8 +358,10 @@ static void schedule_claim(tenant *t, int64_t delay_us)
     arm(t->claim_timer, delay_us);
 }
 
-static void accept_job(tenant *t, const sl_claimed_job *c)
+static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
 {
+    sl_histogram_observe(&t->metrics.shaping_delay, &sl_shaping_delay_bounds,
+                         c->slot_us - claim_now_us);
     job *j = calloc(1, sizeof *j);
     char *id = strndup(c->id, c->id_len);
     char *element = malloc(c->job_len + 1);
@@ -367,6 +381,23 @@ static void accept_job(tenant *t, const sl_claimed_job *c)
     j->element = element;
     j->element_len = c->job_len;
     push_waiting(t, j);
+}
+
+static void count_claim(tenant *t, const sl_claim_result *result)
+{
+    sl_tenant_metrics *m = &t->metrics;
+    sl_gauge_set(&m->queue_depth, result->queue_len);
+    sl_counter_add(&m->claimed, result->job_count);
+    sl_counter_add(&m->dead_lettered, (uint64_t)result->dead_lettered);
+    for (size_t i = 0; i < result->dead_reason_count; i++) {
+        const char *reason;
+        size_t len;
+        int64_t n;
+        sl_claim_dead_reason(result, i, &reason, &len, &n);
+        sl_label_add(&m->dead_reasons, reason, len, (uint64_t)n);
+    }
+    if (result->job_count > 0 || result->dead_lettered > 0)
+        atomic_store_explicit(&m->active, true, memory_order_relaxed);
 }
 
 static void on_claim_reply(redisReply *reply, void *arg)
@@ -390,8 +421,9 @@ static void on_claim_reply(redisReply *reply, void *arg)
         return;
     }
     sl_worker_observe_clock(w, result.now_us, t->claim_sent_us, received);
+    count_claim(t, &result);
     for (size_t i = 0; i < result.job_count; i++)
-        accept_job(t, &jobs[i]);
+        accept_job(t, &jobs[i], result.now_us);
     if (result.reaped)
         SL_LOG(SL_LOG_INFO, "msg=\"expired leases returned\" tenant=%s jobs=%" PRId64, t->name,
                result.reaped);
@@ -428,7 +460,7 @@ void sl_tenant_claim(tenant *t)
 {
     worker *w = t->worker;
     const char *sha = sl_redis_conn_sha(w->redis, "claim");
-    if (t->claim_outstanding || w->draining || !sha || t->waiting >= MAX_WAITING ||
+    if (t->claim_outstanding || w->draining || t->retired || !sha || t->waiting >= MAX_WAITING ||
         !sl_worker_clock_ready(w) || saturated(t))
         return;
     evtimer_del(t->claim_timer);
@@ -484,23 +516,24 @@ static int64_t lookahead_us(int64_t rate_milli)
     return two_intervals > LOOKAHEAD_MAX_US ? LOOKAHEAD_MAX_US : two_intervals;
 }
 
-tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *config)
+/* Makes config the tenant's rules for its next claims and departures;
+ * false (nothing changed) if out of memory. */
+static bool apply_rules(tenant *t, const sl_tenant_config *config)
 {
-    tenant *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
-    t->worker = w;
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->config = config;
-    sl_tenant_keys_init(&t->keys, w->config->prefix, t->name);
-    t->limits = calloc(config->limit_count + 1, sizeof *t->limits);
-    for (size_t i = 0; t->limits && i < config->limit_count; i++) {
+    const sl_config *process = t->worker->config;
+    sl_claim_limit *limits = calloc(config->limit_count + 1, sizeof *limits);
+    if (!limits)
+        return false;
+    for (size_t i = 0; i < config->limit_count; i++) {
         const sl_limit_config *l = &config->limits[i];
-        t->limits[i] = (sl_claim_limit){l->name, sl_limit_type_name(l->type), l->first, l->second,
-                                        l->on_deny == SL_ON_DENY_DEAD_LETTER};
+        limits[i] = (sl_claim_limit){l->name, sl_limit_type_name(l->type), l->first, l->second,
+                                     l->on_deny == SL_ON_DENY_DEAD_LETTER};
     }
+    free(t->limits);
+    t->limits = limits;
+    t->config = config;
     t->claim = (sl_claim_params){
-        .prefix = w->config->prefix,
+        .prefix = process->prefix,
         .tenant = t->name,
         .capacity = config->capacity,
         .rate_milli = config->rate_milli,
@@ -521,19 +554,51 @@ tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *confi
         .allow_url_count = config->allow_url_count,
         .idempotency_header = config->idempotency_header,
     };
-    t->idle_ms = IDLE_MIN_MS;
     t->window_us = 10 * SL_JOB / config->rate_milli;
     t->min_gap_us = catch_up_gap_us(SL_JOB / config->rate_milli);
+    return true;
+}
+
+tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *config)
+{
+    tenant *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->worker = w;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    sl_tenant_metrics_init(&t->metrics);
+    sl_tenant_keys_init(&t->keys, w->config->prefix, t->name);
+    t->idle_ms = IDLE_MIN_MS;
     sl_argv_init(&t->ack_filling);
     sl_argv_init(&t->ack_sending);
     t->claim_timer = evtimer_new(w->base, on_claim_timer, t);
     t->release_timer = evtimer_new(w->base, on_release_timer, t);
     t->ack_timer = evtimer_new(w->base, on_ack_timer, t);
-    if (!t->limits || !t->claim_timer || !t->release_timer || !t->ack_timer) {
+    if (!apply_rules(t, config) || !t->claim_timer || !t->release_timer || !t->ack_timer) {
         sl_tenant_free(t);
         return NULL;
     }
     return t;
+}
+
+bool sl_tenant_reconfigure(tenant *t, const sl_tenant_config *rules)
+{
+    if (!apply_rules(t, rules))
+        return false;
+    if (t->retired) {
+        t->retired = false;
+        sl_tenant_claim(t);
+    }
+    /* A new rate moves the next departures at once; the claim timer
+     * follows the next claim's reply. */
+    release_due(t);
+    return true;
+}
+
+void sl_tenant_retire(tenant *t)
+{
+    t->retired = true;
+    evtimer_del(t->claim_timer);
 }
 
 void sl_tenant_free(tenant *t)
@@ -556,6 +621,7 @@ void sl_tenant_free(tenant *t)
     sl_argv_free(&t->ack_filling);
     sl_argv_free(&t->ack_sending);
     free(t->limits);
+    sl_tenant_metrics_clear(&t->metrics);
     free(t);
 }
 

@@ -77,18 +77,24 @@ static tenant *add_tenant(worker *w, const char *name, const sl_tenant_config *c
 {
     if (w->tenant_count == w->tenant_capacity) {
         size_t n = w->tenant_capacity ? w->tenant_capacity * 2 : 16;
+        pthread_mutex_lock(&w->tenants_lock);
         tenant **bigger = realloc(w->tenants, n * sizeof *bigger);
+        if (bigger) {
+            w->tenants = bigger;
+            w->tenant_capacity = n;
+        }
+        pthread_mutex_unlock(&w->tenants_lock);
         if (!bigger)
             return NULL;
-        w->tenants = bigger;
-        w->tenant_capacity = n;
     }
     tenant *t = sl_tenant_new(w, name, config);
     if (!t) {
         SL_LOG(SL_LOG_ERROR, "msg=\"out of memory adding a tenant\" tenant=%s", name);
         return NULL;
     }
+    pthread_mutex_lock(&w->tenants_lock);
     w->tenants[w->tenant_count++] = t;
+    pthread_mutex_unlock(&w->tenants_lock);
     return t;
 }
 
@@ -236,6 +242,7 @@ static void on_clock_timer(evutil_socket_t fd, short kind, void *arg)
 static void on_redis_ready(void *arg, bool ready)
 {
     worker *w = arg;
+    atomic_store(&w->redis_ready, ready);
     if (!ready)
         return; /* replies come back NULL; work resumes when ready again */
     /* Measure the clock before anything departs; tenants resume after. */
@@ -304,6 +311,94 @@ static void on_wakeup(evutil_socket_t fd, short kind, void *arg)
         event_base_loopbreak(w->base);
 }
 
+/* ---- reload ---- */
+
+/* Adds the tenants listed in the config that this worker serves and does
+ * not have yet (claiming at once if claim); false if one could not be
+ * added (out of memory, logged). */
+static bool add_listed_tenants(worker *w, bool claim)
+{
+    bool all = true;
+    for (size_t i = 0; i < w->config->tenant_count; i++) {
+        const sl_tenant_config *config = &w->config->tenants[i];
+        if (sl_worker_for_tenant(config->name, w->count) != w->index || find_tenant(w, config->name))
+            continue;
+        tenant *t = add_tenant(w, config->name, config);
+        all &= t != NULL;
+        if (t && claim)
+            sl_tenant_claim(t);
+    }
+    return all;
+}
+
+/* A new configuration (validated by the main thread, which keeps every
+ * configuration alive until the process ends, so nothing still pointing
+ * into the old one dangles). Tenants take their new rules for their next
+ * claims; jobs already given a slot keep it. */
+static void on_reload(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    const sl_config *config = atomic_exchange(&w->pending_config, NULL);
+    if (!config)
+        return;
+    w->config = config;
+    for (size_t i = 0; i < w->tenant_count; i++) {
+        tenant *t = w->tenants[i];
+        const sl_tenant_config *rules = sl_config_tenant_for(config, t->name);
+        if (!rules) {
+            SL_LOG(SL_LOG_WARNING, "msg=\"tenant no longer configured: not claiming its jobs, which stay queued\" tenant=%s",
+                   t->name);
+            sl_tenant_retire(t);
+        } else if (!sl_tenant_reconfigure(t, rules)) {
+            SL_LOG(SL_LOG_ERROR, "msg=\"out of memory applying the new configuration; the tenant keeps its old rules\" tenant=%s",
+                   t->name);
+        }
+    }
+    (void)add_listed_tenants(w, !w->draining);
+    if (config->template_tenant && !w->draining && !evtimer_pending(w->discover_timer, NULL)) {
+        struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
+        event_add(w->discover_timer, &every);
+    }
+}
+
+void sl_worker_reload(worker *w, const sl_config *config)
+{
+    atomic_store(&w->pending_config, config);
+    event_active(w->reload, EV_READ, 0);
+}
+
+/* ---- what the admin endpoint reads ---- */
+
+bool sl_worker_ready(worker *w)
+{
+    return atomic_load(&w->redis_ready) && atomic_load(&w->command) == WORKER_RUN;
+}
+
+void sl_worker_lock_tenants(worker *w)
+{
+    pthread_mutex_lock(&w->tenants_lock);
+}
+
+void sl_worker_unlock_tenants(worker *w)
+{
+    pthread_mutex_unlock(&w->tenants_lock);
+}
+
+size_t sl_worker_tenant_views(worker *w, sl_tenant_view *out, size_t max)
+{
+    for (size_t i = 0; i < w->tenant_count && i < max; i++)
+        out[i] = (sl_tenant_view){w->tenants[i]->name, &w->tenants[i]->metrics};
+    return w->tenant_count;
+}
+
+void sl_worker_redis_counts(worker *w, uint64_t *errors, uint64_t *reconnects)
+{
+    *errors += sl_counter_read(&w->redis_metrics.errors);
+    *reconnects += sl_counter_read(&w->redis_metrics.reconnects);
+}
+
 /* ---- the thread ---- */
 
 static void on_heartbeat(evutil_socket_t fd, short kind, void *arg)
@@ -325,11 +420,14 @@ static void worker_cleanup(worker *w)
     w->notify = NULL;
     sl_redis_conn_free(w->redis); /* pending callbacks see NULL replies */
     w->redis = NULL;
+    atomic_store(&w->redis_ready, false);
+    pthread_mutex_lock(&w->tenants_lock);
     for (size_t i = 0; i < w->tenant_count; i++)
         sl_tenant_free(w->tenants[i]);
     free(w->tenants);
     w->tenants = NULL;
     w->tenant_count = 0;
+    pthread_mutex_unlock(&w->tenants_lock);
     sl_http_client_free(w->http);
     w->http = NULL;
     if (w->discover_timer)
@@ -365,16 +463,13 @@ static bool worker_setup(worker *w)
     event_add(w->heartbeat_timer, &beat);
     struct timeval probe_every = {CLOCK_PROBE_EVERY_MS / 1000, 0};
     event_add(w->clock_timer, &probe_every);
-    for (size_t i = 0; i < w->config->tenant_count; i++) {
-        const sl_tenant_config *config = &w->config->tenants[i];
-        if (sl_worker_for_tenant(config->name, w->count) == w->index && !add_tenant(w, config->name, config))
-            return false;
-    }
+    if (!add_listed_tenants(w, false))
+        return false;
     if (w->config->template_tenant) {
         struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
         event_add(w->discover_timer, &every);
     }
-    w->redis = sl_redis_conn_new(w->base, &w->config->redis, on_redis_ready, w);
+    w->redis = sl_redis_conn_new(w->base, &w->config->redis, &w->redis_metrics, on_redis_ready, w);
     w->notify = sl_notify_new(w->base, &w->config->redis, w->config->prefix, on_push,
                               on_notify_state, w);
     return w->redis && w->notify;
@@ -409,6 +504,9 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
     w->trace = trace;
     atomic_init(&w->command, WORKER_RUN);
     atomic_init(&w->heartbeat, 0);
+    atomic_init(&w->redis_ready, false);
+    atomic_init(&w->pending_config, NULL);
+    pthread_mutex_init(&w->tenants_lock, NULL);
     struct event_config *ec = event_config_new();
     if (ec) {
         /* Shaping needs sub-millisecond timers. */
@@ -416,9 +514,11 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
         w->base = event_base_new_with_config(ec);
         event_config_free(ec);
     }
-    if (w->base)
+    if (w->base) {
         w->wakeup = event_new(w->base, -1, 0, on_wakeup, w);
-    if (!w->base || !w->wakeup) {
+        w->reload = event_new(w->base, -1, 0, on_reload, w);
+    }
+    if (!w->base || !w->wakeup || !w->reload) {
         sl_worker_free(w);
         return NULL;
     }
@@ -431,8 +531,11 @@ void sl_worker_free(worker *w)
         return;
     if (w->wakeup)
         event_free(w->wakeup);
+    if (w->reload)
+        event_free(w->reload);
     if (w->base)
         event_base_free(w->base);
+    pthread_mutex_destroy(&w->tenants_lock);
     free(w);
 }
 

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "envelope.h"
 #include "http_client.h"
+#include "metrics.h"
 #include "notify.h"
 #include "redis_argv.h"
 #include "redis_conn.h"
@@ -66,6 +67,7 @@ typedef struct tenant {
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
+    bool retired;         /* left the configuration: no more claims */
     bool wake_pending;    /* a push was notified while a claim was out */
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
     int64_t idle_ms;   /* polling backoff while the queue is empty */
@@ -78,6 +80,7 @@ typedef struct tenant {
     bool ack_resend;     /* ack_sending failed: send it again when ready */
     struct event *ack_timer;
 
+    sl_tenant_metrics metrics; /* read by the admin thread's scrapes */
 } tenant;
 
 enum worker_command { WORKER_RUN = 0, WORKER_DRAIN = SL_WORKER_DRAIN, WORKER_STOP = SL_WORKER_STOP };
@@ -93,11 +96,17 @@ typedef struct worker {
     bool notified;           /* they are on: idle tenants need not be polled often */
     sl_http_client *http;
     struct event *wakeup;    /* the main thread activates it after setting command */
+    struct event *reload;    /* ... and this one after setting pending_config */
+    _Atomic(const sl_config *) pending_config;
     atomic_int command;
     atomic_uint heartbeat;   /* bumped by the loop: the watchdog sees it alive */
     struct event *heartbeat_timer;
+    /* Held while tenants is changed here and while a scrape reads it. */
+    pthread_mutex_t tenants_lock;
     tenant **tenants;
     size_t tenant_count, tenant_capacity;
+    atomic_bool redis_ready; /* connected, scripts loaded: for /readyz */
+    sl_redis_metrics redis_metrics;
     struct event *discover_timer;
     struct event *drain_timer;
     bool draining;
@@ -132,6 +141,12 @@ void sl_tenant_drain(tenant *t);
 /* The HTTP client was freed with these requests (grace ran out): hand
  * their jobs back. */
 void sl_tenant_release_in_flight(tenant *t);
+/* Takes rules (from a reloaded configuration) for the next claims; false
+ * (the old rules kept) if out of memory. */
+bool sl_tenant_reconfigure(tenant *t, const sl_tenant_config *rules);
+/* The tenant left the configuration: no more claims; jobs already claimed
+ * are still delivered. Undone by sl_tenant_reconfigure. */
+void sl_tenant_retire(tenant *t);
 /* Nothing under way: no job held, no ack pending. */
 bool sl_tenant_idle(const tenant *t);
 

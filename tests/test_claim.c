@@ -48,6 +48,7 @@ typedef struct claimed {
     sl_claim_result result;
     char id[MAX_BATCH][64];
     char job[MAX_BATCH][256];
+    char reasons[256]; /* the dead letters by reason: "overflow=7 expired=1" */
     int64_t slot[MAX_BATCH], lease[MAX_BATCH], attempts[MAX_BATCH];
 } claimed;
 
@@ -70,6 +71,16 @@ static claimed *claim(const sl_claim_params *p)
         c->lease[i] = jobs[i].lease;
         c->attempts[i] = jobs[i].attempts;
     }
+    size_t used = 0;
+    for (size_t i = 0; i < c->result.dead_reason_count; i++) {
+        const char *reason;
+        size_t len;
+        int64_t n;
+        sl_claim_dead_reason(&c->result, i, &reason, &len, &n);
+        used += (size_t)snprintf(c->reasons + used, sizeof c->reasons - used, "%s%.*s=%lld",
+                                 i ? " " : "", (int)len, reason, (long long)n);
+    }
+    c->result.dead_reasons = NULL; /* it pointed into the freed reply */
     freeReplyObject(reply);
     return c;
 }
@@ -262,6 +273,7 @@ Test(claim, overflow_dead_letters_the_newest_excess)
     p.raw = true;
     claimed *c = claim(&p);
     cr_assert_eq(c->result.dead_lettered, 7);
+    cr_assert_str_eq(c->reasons, "overflow=7");
     cr_assert_eq(c->result.job_count, 1);
     cr_assert_str_eq(c->job[0], "j0", "the oldest job survives");
     cr_assert_eq(count("LLEN %s", keys.queue), 2, "j1 and j2 wait");
@@ -281,6 +293,7 @@ Test(claim, overflow_wait_never_drops)
     p.raw = true;
     claimed *c = claim(&p);
     cr_assert_eq(c->result.dead_lettered, 0);
+    cr_assert_str_eq(c->reasons, "");
     cr_assert_eq(count("LLEN %s", keys.queue), 9);
     free(c);
 }
@@ -335,6 +348,7 @@ Test(claim, limit_dead_letter_consumes_nothing_else)
     claimed *c = claim(&p);
     cr_assert_eq(c->result.job_count, 2, "exactly the quota");
     cr_assert_eq(c->result.dead_lettered, 3);
+    cr_assert_str_eq(c->reasons, "limit:quota=3");
     char *dead = newest_dead_letter();
     cr_assert_not_null(strstr(dead, "\"reason\":\"limit:quota\""), "%s", dead);
     free(dead);
