@@ -32,6 +32,7 @@ typedef struct daemon_state {
     sl_admin_source admin_source;
     struct event_base *base;
     worker **workers;
+    int worker_count;        /* workers asked for: a reload cannot change it */
     pthread_t *threads;
     int *exit_codes;
     int started;
@@ -193,7 +194,7 @@ static bool admin_metrics(void *ctx, struct evbuffer *out)
 static bool admin_ready(void *ctx, char *reason, size_t reason_size)
 {
     daemon_state *d = ctx;
-    if (atomic_load(&d->finished) > 0 || d->started < d->config->workers) {
+    if (atomic_load(&d->finished) > 0 || d->started < d->worker_count) {
         snprintf(reason, reason_size, "not running: workers stopped or not started");
         return false;
     }
@@ -224,6 +225,7 @@ int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace)
     daemon_state d = {.config = config, .config_path = config_path};
     atomic_init(&d.finished, 0);
     int n = config->workers;
+    d.worker_count = n;
     d.base = event_base_new();
     d.workers = calloc((size_t)n, sizeof *d.workers);
     d.threads = calloc((size_t)n, sizeof *d.threads);

@@ -14,6 +14,9 @@
 #include "worker_t.h"
 
 #define DISCOVER_EVERY_MS 1000
+/* With keyspace notifications a push names its tenant at once, so the scan
+ * is only a safety net (for pushes made while unsubscribed): every 30 s. */
+#define DISCOVER_NOTIFIED_EVERY_TICKS 30
 #define DRAIN_CHECK_MS 10
 #define ACK_FLUSH_AFTER_GRACE_US 2000000 /* after the grace period, acks get this long */
 #define CLOCK_PROBES 3          /* TIME round trips after a connect, before claiming */
@@ -157,6 +160,8 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
+    if (w->notified && ++w->discover_ticks % DISCOVER_NOTIFIED_EVERY_TICKS != 0)
+        return;
     if (!w->scanning && !w->draining && sl_redis_conn_ready(w->redis))
         scan_page(w);
 }
@@ -184,9 +189,13 @@ static void on_notify_state(void *arg, bool active)
 {
     worker *w = arg;
     w->notified = active;
-    if (!active) /* pushes may go unseen now: poll every tenant again soon */
-        for (size_t i = 0; i < w->tenant_count; i++)
-            sl_tenant_wake(w->tenants[i]);
+    /* Unsubscribed: pushes may go unseen, so poll every tenant again soon.
+     * Subscribed (again): pushes made just before it went unseen, so look
+     * once more at every tenant, and scan at the next tick. */
+    for (size_t i = 0; i < w->tenant_count; i++)
+        sl_tenant_wake(w->tenants[i]);
+    if (active)
+        w->discover_ticks = DISCOVER_NOTIFIED_EVERY_TICKS - 1;
 }
 
 /* ---- readiness, drain, stop ---- */

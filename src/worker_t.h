@@ -108,6 +108,7 @@ typedef struct worker {
     atomic_bool redis_ready; /* connected, scripts loaded: for /readyz */
     sl_redis_metrics redis_metrics;
     struct event *discover_timer;
+    unsigned discover_ticks; /* discovery timer ticks, to scan less often when notified */
     struct event *drain_timer;
     bool draining;
     int64_t drain_deadline_us;
