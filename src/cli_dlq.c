@@ -16,6 +16,7 @@
 #define LIST_DEFAULT 20
 #define LIST_MAX 1000000
 #define JOB_SHOWN 60
+#define REPLAY_STEP 1000 /* records per script call: each blocks Redis briefly */
 
 static const char dlq_help[] =
     "Usage: sluice dlq list   (-c FILE | --redis URL) TENANT [--limit N] [--json]\n"
@@ -27,8 +28,9 @@ static const char dlq_help[] =
     "          reason, attempts, HTTP status, id and the job (first 60 bytes);\n"
     "          --json prints the records as a JSON array\n"
     "  replay  moves up to N jobs (default all) back to the queue, oldest first,\n"
-    "          atomically; they go behind the jobs already queued and their\n"
-    "          attempts count afresh; records that cannot be decoded stay\n"
+    "          in atomic steps of 1000 records, behind the jobs already queued;\n"
+    "          their attempts count afresh; records that cannot be decoded stay,\n"
+    "          and so do records dead-lettered while it runs\n"
     "  purge   deletes every record and prints how many there were\n"
     "\n" SL_CLI_COMMON_HELP
     "      --limit N       (list) how many records\n"
@@ -148,6 +150,40 @@ static int dlq_list(sl_cli *cli, const sl_tenant_keys *keys, long long limit, bo
     return sl_cli_print_json("dlq list", array);
 }
 
+/* One step of a replay: the script on at most `take` records, passing
+ * over the `skip` undecodable ones earlier steps left at the right end.
+ * Fills *replayed and *skipped (the undecodable records now there). */
+static int replay_step(sl_cli *cli, const sl_tenant_keys *keys, const sl_lua_script *script,
+                       long long take, long long skip, long long *replayed, long long *skipped)
+{
+    char take_text[24], skip_text[24];
+    snprintf(take_text, sizeof take_text, "%lld", take);
+    snprintf(skip_text, sizeof skip_text, "%lld", skip);
+    const char *argv[] = {"EVAL", script->source, "2", keys->dlq, keys->queue, take_text,
+                          skip_text};
+    size_t lens[] = {4, script->length, 1, strlen(keys->dlq), strlen(keys->queue),
+                     strlen(take_text), strlen(skip_text)};
+    if (!sl_cli_appended(cli, redisAppendCommandArgv(cli->conn, 7, argv, lens)))
+        return SL_CLI_RUNTIME;
+    redisReply *reply = sl_cli_reply(cli);
+    if (!reply)
+        return SL_CLI_RUNTIME;
+    bool ok = reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+              reply->element[0]->type == REDIS_REPLY_INTEGER &&
+              reply->element[1]->type == REDIS_REPLY_INTEGER;
+    if (ok) {
+        *replayed = reply->element[0]->integer;
+        *skipped = reply->element[1]->integer;
+    }
+    freeReplyObject(reply);
+    return ok ? SL_CLI_OK : sl_cli_unexpected(cli, "dlq_replay");
+}
+
+/* Replays in steps of REPLAY_STEP records, each atomic, so that a long
+ * dlq never blocks Redis in one script. It goes no further than the
+ * records there when it starts: jobs dead-lettered again meanwhile (by a
+ * daemon while the cause persists) wait for the next replay instead of
+ * going round for ever. count 0: every job. */
 static int dlq_replay(sl_cli *cli, const sl_tenant_keys *keys, const char *tenant, long long count)
 {
     const sl_lua_script *script = sl_lua_script_find("dlq_replay");
@@ -155,23 +191,40 @@ static int dlq_replay(sl_cli *cli, const sl_tenant_keys *keys, const char *tenan
         fputs("sluice dlq replay: the dlq_replay script is not built in\n", stderr);
         return SL_CLI_RUNTIME;
     }
-    char count_text[24];
-    snprintf(count_text, sizeof count_text, "%lld", count);
-    const char *argv[] = {"EVAL", script->source, "2", keys->dlq, keys->queue, count_text};
-    size_t lens[] = {4, script->length, 1, strlen(keys->dlq), strlen(keys->queue),
-                     strlen(count_text)};
-    redisAppendCommandArgv(cli->conn, 6, argv, lens);
+    if (!sl_cli_appended(cli, redisAppendCommand(cli->conn, "LLEN %s", keys->dlq)))
+        return SL_CLI_RUNTIME;
     redisReply *reply = sl_cli_reply(cli);
     if (!reply)
         return SL_CLI_RUNTIME;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        reply->element[0]->type != REDIS_REPLY_INTEGER ||
-        reply->element[1]->type != REDIS_REPLY_INTEGER) {
+    if (reply->type != REDIS_REPLY_INTEGER) {
         freeReplyObject(reply);
-        return sl_cli_unexpected(cli, "dlq_replay");
+        return sl_cli_unexpected(cli, "LLEN");
     }
-    long long replayed = reply->element[0]->integer, skipped = reply->element[1]->integer;
+    long long left = reply->integer; /* records still to take */
     freeReplyObject(reply);
+    long long replayed = 0, skipped = 0;
+    int code = SL_CLI_OK;
+    while (left > 0 && (count == 0 || replayed < count)) {
+        long long take = left < REPLAY_STEP ? left : REPLAY_STEP;
+        if (count > 0 && count - replayed < take)
+            take = count - replayed;
+        long long step_replayed = 0, now_skipped = 0;
+        code = replay_step(cli, keys, script, take, skipped, &step_replayed, &now_skipped);
+        if (code != SL_CLI_OK)
+            break;
+        long long taken = step_replayed + (now_skipped - skipped);
+        replayed += step_replayed;
+        skipped = now_skipped;
+        left -= taken;
+        if (taken < take)
+            break; /* the dlq ran short: something else took records */
+    }
+    if (code != SL_CLI_OK) {
+        if (replayed > 0)
+            fprintf(stderr, "sluice dlq replay: stopped after replaying %lld job%s to %s\n",
+                    replayed, replayed == 1 ? "" : "s", tenant);
+        return code;
+    }
     printf("replayed %lld job%s to %s\n", replayed, replayed == 1 ? "" : "s", tenant);
     if (skipped > 0)
         fprintf(stderr, "sluice dlq replay: %lld record%s could not be decoded and stay in %s\n",
@@ -182,10 +235,11 @@ static int dlq_replay(sl_cli *cli, const sl_tenant_keys *keys, const char *tenan
 /* LLEN and DEL in one MULTI, so the count is what was deleted. */
 static int dlq_purge(sl_cli *cli, const sl_tenant_keys *keys, const char *tenant)
 {
-    redisAppendCommand(cli->conn, "MULTI");
-    redisAppendCommand(cli->conn, "LLEN %s", keys->dlq);
-    redisAppendCommand(cli->conn, "DEL %s", keys->dlq);
-    redisAppendCommand(cli->conn, "EXEC");
+    if (!sl_cli_appended(cli, redisAppendCommand(cli->conn, "MULTI")) ||
+        !sl_cli_appended(cli, redisAppendCommand(cli->conn, "LLEN %s", keys->dlq)) ||
+        !sl_cli_appended(cli, redisAppendCommand(cli->conn, "DEL %s", keys->dlq)) ||
+        !sl_cli_appended(cli, redisAppendCommand(cli->conn, "EXEC")))
+        return SL_CLI_RUNTIME;
     redisReply *reply = NULL;
     for (int i = 0; i < 4; i++) {
         if (reply)
@@ -206,13 +260,6 @@ static int dlq_purge(sl_cli *cli, const sl_tenant_keys *keys, const char *tenant
 
 int sl_cli_dlq(int argc, char **argv)
 {
-    static const struct option options[] = {
-        SL_CLI_COMMON_OPTIONS,
-        {"json", no_argument, NULL, SL_CLI_OPT_JSON},
-        {"limit", required_argument, NULL, SL_CLI_OPT_LIMIT},
-        {"count", required_argument, NULL, SL_CLI_OPT_COUNT},
-        {NULL, 0, NULL, 0},
-    };
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(dlq_help, stdout);
         return SL_CLI_OK;
@@ -230,66 +277,43 @@ int sl_cli_dlq(int argc, char **argv)
         fprintf(stderr, "sluice dlq: unknown action '%s': expects list, replay or purge\n", action);
         return SL_CLI_USAGE;
     }
-    sl_cli_opts opts = {0};
-    bool json = false, has_limit = false, has_count = false;
-    long long limit = LIST_DEFAULT, count = 0;
-    int opt;
-    optind = 0; /* 0, not 1: glibc then forgets main's "+" (stop at the first operand) */
-    /* argv + 1: the action is the command name getopt skips. */
-    while ((opt = getopt_long(argc - 1, argv + 1, "c:h", options, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            fputs(dlq_help, stdout);
-            return SL_CLI_OK;
-        case SL_CLI_OPT_JSON:
-            json = true;
-            break;
-        case SL_CLI_OPT_LIMIT:
-            has_limit = true;
-            if (!sl_cli_parse_count(optarg, LIST_MAX, &limit)) {
-                fprintf(stderr, "sluice %s: --limit: expects 1..%d, got '%s'\n", command,
-                        LIST_MAX, optarg);
-                return SL_CLI_USAGE;
-            }
-            break;
-        case SL_CLI_OPT_COUNT:
-            has_count = true;
-            if (!sl_cli_parse_count(optarg, INT64_C(1) << 53, &count)) {
-                fprintf(stderr, "sluice %s: --count: expects a positive number, got '%s'\n",
-                        command, optarg);
-                return SL_CLI_USAGE;
-            }
-            break;
-        default:
-            if (!sl_cli_common_option(&opts, opt, optarg)) {
-                fputs(dlq_help, stderr);
-                return SL_CLI_USAGE;
-            }
-        }
-    }
     bool is_list = strcmp(action, "list") == 0, is_replay = strcmp(action, "replay") == 0;
-    if ((!is_list && (json || has_limit)) || (!is_replay && has_count)) {
-        fprintf(stderr, "sluice %s: %s does not apply here (see --help)\n", command,
-                has_count ? "--count" : json ? "--json" : "--limit");
+    unsigned takes = is_list ? SL_CLI_TAKES_JSON | SL_CLI_TAKES_LIMIT
+                     : is_replay ? SL_CLI_TAKES_COUNT
+                                 : 0;
+    sl_cli_opts opts;
+    int operand, code;
+    /* argv + 1: the action is the command name getopt skips. */
+    if (!sl_cli_parse_options(argc - 1, argv + 1, command, takes, dlq_help, &opts, &operand,
+                              &code))
+        return code;
+    long long limit = LIST_DEFAULT, count = 0;
+    if (opts.limit && !sl_cli_parse_count(opts.limit, LIST_MAX, &limit)) {
+        fprintf(stderr, "sluice %s: --limit: expects 1..%d, got '%s'\n", command, LIST_MAX,
+                opts.limit);
         return SL_CLI_USAGE;
     }
-    int rest = argc - 1 - optind;
-    if (rest != 1) {
+    if (opts.count && !sl_cli_parse_count(opts.count, INT64_C(1) << 53, &count)) {
+        fprintf(stderr, "sluice %s: --count: expects a positive number, got '%s'\n", command,
+                opts.count);
+        return SL_CLI_USAGE;
+    }
+    if (argc - 1 - operand != 1) {
         fprintf(stderr, "sluice %s: expects one TENANT (see --help)\n", command);
         return SL_CLI_USAGE;
     }
-    const char *tenant = argv[1 + optind];
+    const char *tenant = argv[1 + operand];
     if (!sl_cli_tenant_ok(command, tenant))
         return SL_CLI_USAGE;
     sl_cli cli;
-    int code = sl_cli_open(&cli, command, &opts);
+    code = sl_cli_open(&cli, command, &opts);
     if (code == SL_CLI_OK)
         code = sl_cli_connect(&cli);
     if (code == SL_CLI_OK) {
         sl_tenant_keys keys;
         sl_tenant_keys_init(&keys, cli.prefix, tenant);
         if (is_list)
-            code = dlq_list(&cli, &keys, limit, json);
+            code = dlq_list(&cli, &keys, limit, opts.json);
         else if (is_replay)
             code = dlq_replay(&cli, &keys, tenant, count);
         else

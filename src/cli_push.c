@@ -156,9 +156,11 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
         fputs("sluice push: out of memory\n", stderr);
         return SL_CLI_RUNTIME;
     }
-    redisAppendCommand(cli->conn, "MULTI");
+    /* Appending fails only when out of memory; what was queued is never
+     * sent without its EXEC, so nothing is pushed. */
+    bool queued = sl_cli_appended(cli, redisAppendCommand(cli->conn, "MULTI"));
     size_t commands = 0;
-    for (size_t at = 0; at < jobs->count; at += PUSH_BATCH) {
+    for (size_t at = 0; queued && at < jobs->count; at += PUSH_BATCH) {
         size_t n = jobs->count - at < PUSH_BATCH ? jobs->count - at : PUSH_BATCH;
         argv[0] = "LPUSH";
         lens[0] = 5;
@@ -168,16 +170,18 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
             argv[2 + i] = jobs->items[at + i];
             lens[2 + i] = jobs->lens[at + i];
         }
-        redisAppendCommandArgv(cli->conn, (int)(n + 2), argv, lens);
+        queued = sl_cli_appended(cli, redisAppendCommandArgv(cli->conn, (int)(n + 2), argv, lens));
         commands++;
     }
-    char tenants_key[SL_KEY_MAX];
-    snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
-    redisAppendCommand(cli->conn, "SADD %s %s", tenants_key, tenant);
-    commands++;
-    redisAppendCommand(cli->conn, "EXEC");
     free(argv);
     free(lens);
+    char tenants_key[SL_KEY_MAX];
+    snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
+    queued = queued &&
+             sl_cli_appended(cli, redisAppendCommand(cli->conn, "SADD %s %s", tenants_key, tenant));
+    commands++;
+    if (!queued || !sl_cli_appended(cli, redisAppendCommand(cli->conn, "EXEC")))
+        return SL_CLI_RUNTIME;
     /* MULTI's +OK and one +QUEUED per command; an error there aborts EXEC. */
     for (size_t i = 0; i < commands + 1; i++) {
         redisReply *reply = sl_cli_reply(cli);
@@ -208,39 +212,29 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
 
 int sl_cli_push(int argc, char **argv)
 {
-    static const struct option options[] = {SL_CLI_COMMON_OPTIONS, {NULL, 0, NULL, 0}};
-    sl_cli_opts opts = {0};
-    int opt;
-    optind = 0; /* 0, not 1: glibc then forgets main's "+" (stop at the first operand) */
-    while ((opt = getopt_long(argc, argv, "c:h", options, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(push_help, stdout);
-            return SL_CLI_OK;
-        }
-        if (!sl_cli_common_option(&opts, opt, optarg)) {
-            fputs(push_help, stderr);
-            return SL_CLI_USAGE;
-        }
-    }
-    if (argc - optind < 2) {
+    sl_cli_opts opts;
+    int operand, code;
+    if (!sl_cli_parse_options(argc, argv, "push", 0, push_help, &opts, &operand, &code))
+        return code;
+    if (argc - operand < 2) {
         fputs("sluice push: expects TENANT and at least one JOB (or '-')\n\n", stderr);
         fputs(push_help, stderr);
         return SL_CLI_USAGE;
     }
-    const char *tenant = argv[optind];
+    const char *tenant = argv[operand];
     if (!sl_cli_tenant_ok("push", tenant))
         return SL_CLI_USAGE;
     sl_cli cli;
-    int code = sl_cli_open(&cli, "push", &opts);
+    code = sl_cli_open(&cli, "push", &opts);
     sl_job_rules rules;
     if (code == SL_CLI_OK)
         code = job_rules(&cli, tenant, &rules);
     job_list jobs = {0};
     if (code == SL_CLI_OK) {
-        if (argc - optind == 2 && strcmp(argv[optind + 1], "-") == 0) {
+        if (argc - operand == 2 && strcmp(argv[operand + 1], "-") == 0) {
             code = read_stdin_jobs(&jobs);
         } else {
-            for (int i = optind + 1; i < argc && code == SL_CLI_OK; i++) {
+            for (int i = operand + 1; i < argc && code == SL_CLI_OK; i++) {
                 if (!job_list_add(&jobs, argv[i], strlen(argv[i]))) {
                     fputs("sluice push: out of memory\n", stderr);
                     code = SL_CLI_RUNTIME;

@@ -2,6 +2,7 @@
 #include "cli_redis.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +11,66 @@
 #define CLI_TIMEOUT_S 5
 #define PREFIX_MAX 64
 
-bool sl_cli_common_option(sl_cli_opts *opts, int opt, const char *arg)
+enum { OPT_REDIS = 0x100, OPT_PREFIX, OPT_JSON, OPT_LIMIT, OPT_COUNT };
+
+bool sl_cli_parse_options(int argc, char **argv, const char *command, unsigned takes,
+                          const char *help, sl_cli_opts *opts, int *operand, int *exit_code)
 {
-    switch (opt) {
-    case 'c':
-        opts->config_path = arg;
-        return true;
-    case SL_CLI_OPT_REDIS:
-        opts->redis_url = arg;
-        return true;
-    case SL_CLI_OPT_PREFIX:
-        opts->prefix = arg;
-        return true;
-    default:
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"redis", required_argument, NULL, OPT_REDIS},
+        {"prefix", required_argument, NULL, OPT_PREFIX},
+        {"help", no_argument, NULL, 'h'},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {NULL, 0, NULL, 0},
+    };
+    memset(opts, 0, sizeof *opts);
+    int opt;
+    optind = 0; /* 0, not 1: glibc then forgets main's "+" (stop at the first operand) */
+    while ((opt = getopt_long(argc, argv, "c:h", options, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            fputs(help, stdout);
+            *exit_code = SL_CLI_OK;
+            return false;
+        case 'c':
+            opts->config_path = optarg;
+            break;
+        case OPT_REDIS:
+            opts->redis_url = optarg;
+            break;
+        case OPT_PREFIX:
+            opts->prefix = optarg;
+            break;
+        case OPT_JSON:
+            opts->json = true;
+            break;
+        case OPT_LIMIT:
+            opts->limit = optarg;
+            break;
+        case OPT_COUNT:
+            opts->count = optarg;
+            break;
+        default: /* getopt_long has said what is wrong */
+            fputs(help, stderr);
+            *exit_code = SL_CLI_USAGE;
+            return false;
+        }
+    }
+    /* an option this command does not take */
+    const char *misplaced = opts->json && !(takes & SL_CLI_TAKES_JSON)     ? "--json"
+                            : opts->limit && !(takes & SL_CLI_TAKES_LIMIT) ? "--limit"
+                            : opts->count && !(takes & SL_CLI_TAKES_COUNT) ? "--count"
+                                                                           : NULL;
+    if (misplaced) {
+        fprintf(stderr, "sluice %s: %s does not apply here (see --help)\n", command, misplaced);
+        *exit_code = SL_CLI_USAGE;
         return false;
     }
+    *operand = optind;
+    return true;
 }
 
 /* The same rule as the config's "prefix": 1..64 of [A-Za-z0-9_.:-]. */
@@ -149,6 +195,15 @@ void sl_cli_close(sl_cli *cli)
     sl_config_free(cli->config);
     sl_redis_target_clear(&cli->own_target);
     memset(cli, 0, sizeof *cli);
+}
+
+bool sl_cli_appended(const sl_cli *cli, int status)
+{
+    if (status == REDIS_OK)
+        return true;
+    fprintf(stderr, "sluice %s: redis %s: cannot queue a command: %s\n", cli->command,
+            cli->address, cli->conn->errstr[0] ? cli->conn->errstr : "out of memory");
+    return false;
 }
 
 redisReply *sl_cli_reply(sl_cli *cli)

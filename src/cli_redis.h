@@ -4,7 +4,6 @@
 #ifndef SLUICE_CLI_REDIS_H
 #define SLUICE_CLI_REDIS_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,16 +15,8 @@
 
 enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
 
-/* getopt_long values of the shared options (short 'c' and 'h' too). */
-enum { SL_CLI_OPT_REDIS = 0x100, SL_CLI_OPT_PREFIX, SL_CLI_OPT_JSON, SL_CLI_OPT_LIMIT,
-       SL_CLI_OPT_COUNT };
-
-/* The option table entries of -c/--config, --redis, --prefix, --help. */
-#define SL_CLI_COMMON_OPTIONS                                  \
-    {"config", required_argument, NULL, 'c'},                  \
-    {"redis", required_argument, NULL, SL_CLI_OPT_REDIS},      \
-    {"prefix", required_argument, NULL, SL_CLI_OPT_PREFIX},    \
-    {"help", no_argument, NULL, 'h'}
+/* The options some subcommands take besides the shared ones. */
+enum { SL_CLI_TAKES_JSON = 1, SL_CLI_TAKES_LIMIT = 2, SL_CLI_TAKES_COUNT = 4 };
 
 /* Help text lines describing the shared options. */
 #define SL_CLI_COMMON_HELP                                                         \
@@ -35,16 +26,24 @@ enum { SL_CLI_OPT_REDIS = 0x100, SL_CLI_OPT_PREFIX, SL_CLI_OPT_JSON, SL_CLI_OPT_
     "      --prefix P      use key prefix P instead\n"                             \
     "  -h, --help          print this help\n"
 
-/* The shared options as given; the strings are borrowed from argv. */
+/* The options as given; the strings are borrowed from argv. */
 typedef struct sl_cli_opts {
     const char *config_path;
     const char *redis_url;
     const char *prefix;
+    bool json;         /* --json */
+    const char *limit; /* --limit's argument, NULL if absent */
+    const char *count; /* --count's argument, NULL if absent */
 } sl_cli_opts;
 
-/* Records a shared option (opt from getopt_long, arg = optarg). True if
- * opt was one of them. */
-bool sl_cli_common_option(sl_cli_opts *opts, int opt, const char *arg);
+/* Parses the options of `command` (argv[0] is its name; options may come
+ * after operands): -c/--config, --redis, --prefix, -h/--help, and those
+ * of `takes` (SL_CLI_TAKES_*). True: go on with *opts filled and the
+ * operands at argv[*operand..argc). False: stop and return *exit_code,
+ * SL_CLI_OK after printing `help` to stdout (-h), SL_CLI_USAGE after
+ * printing what is wrong to stderr. */
+bool sl_cli_parse_options(int argc, char **argv, const char *command, unsigned takes,
+                          const char *help, sl_cli_opts *opts, int *operand, int *exit_code);
 
 /* A subcommand's view of Redis. Owns everything it points to; release
  * with sl_cli_close. */
@@ -70,6 +69,10 @@ int sl_cli_connect(sl_cli *cli);
 
 /* Disconnects and frees; safe on a zeroed or failed sl_cli. */
 void sl_cli_close(sl_cli *cli);
+
+/* Checks what redisAppendCommand* returned: true if REDIS_OK, else
+ * prints why (out of memory) and returns false. */
+bool sl_cli_appended(const sl_cli *cli, int status);
 
 /* Reads the next pipelined reply. Returns it (caller frees with
  * freeReplyObject), or NULL after printing why: connection lost or timed

@@ -9,22 +9,34 @@
 #include "cli.h"
 #include "cli_redis.h"
 #include "keys.h"
+#include "stats_split.h"
 
 static const char stats_help[] =
     "Usage: sluice stats (-c FILE | --redis URL) [--prefix P] [TENANT] [--json]\n"
     "\n"
-    "Prints per tenant: queued (jobs in the queue), scheduled (claimed jobs\n"
-    "leased to a worker, waiting for their slot or being delivered), retrying,\n"
-    "dead-lettered, the configured rate (jobs/s; '-' if unknown) and the\n"
-    "current shaping delay in ms (how far the tenant's next free slot lies in\n"
-    "the future). Without TENANT: every tenant of the config, of\n"
-    "<prefix>:tenants and with a queue key in Redis.\n"
+    "Prints per tenant: queued (jobs in the queue), scheduled (claimed by a\n"
+    "worker, their departure slot still ahead), in flight (claimed, slot\n"
+    "passed: being delivered), retrying, dead-lettered, the configured rate\n"
+    "(jobs/s; '-' if unknown) and the current shaping delay in ms (how far the\n"
+    "tenant's next free slot lies in the future). Without TENANT: every tenant\n"
+    "of the config, of <prefix>:tenants and with a queue key in Redis.\n"
+    "\n"
+    "Scheduled and in flight are an estimate: Redis leases each claimed job\n"
+    "but does not keep its slot. A tenant's slots are spaced exactly 1/rate\n"
+    "apart up to its next free slot, so of the claimed jobs, as many as there\n"
+    "are slots between now and that next free slot count as scheduled, the\n"
+    "rest as in flight. A 429 or 503 pause moves the next free slot to the end\n"
+    "of the pause: during a pause, claimed jobs show as scheduled. The split\n"
+    "needs the rate: without -c, both show '-' while the next free slot lies\n"
+    "ahead (--json's \"claimed\", their sum, is always exact).\n"
     "\n" SL_CLI_COMMON_HELP
     "      --json          print {\"tenants\": [...]} instead of a table\n";
 
 typedef struct tenant_stats {
     char name[SL_TENANT_NAME_MAX + 1];
-    long long queued, scheduled, retrying, dead;
+    long long queued, claimed, retrying, dead;
+    bool split_known;
+    sl_stats_split split; /* of claimed, if split_known */
     int64_t rate_milli; /* -1: unknown */
     int64_t delay_ms;
 } tenant_stats;
@@ -127,23 +139,34 @@ static bool integer_of(const redisReply *r, long long *out)
     return false;
 }
 
-/* TIME, then LLEN, ZCARD, ZCARD, LLEN, HGET per tenant, in one pipeline. */
+/* An integer field of an HMGET reply, 0 if absent. */
+static int64_t hash_field(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+}
+
+/* TIME, then LLEN, ZCARD, ZCARD, LLEN, HMGET per tenant, in one pipeline. */
 static int measure(sl_cli *cli, stats_list *list)
 {
-    redisAppendCommand(cli->conn, "TIME");
+    if (!sl_cli_appended(cli, redisAppendCommand(cli->conn, "TIME")))
+        return SL_CLI_RUNTIME;
     for (size_t i = 0; i < list->count; i++) {
         sl_tenant_keys keys;
         sl_tenant_keys_init(&keys, cli->prefix, list->items[i].name);
-        redisAppendCommand(cli->conn, "LLEN %s", keys.queue);
-        redisAppendCommand(cli->conn, "ZCARD %s", keys.inflight);
-        redisAppendCommand(cli->conn, "ZCARD %s", keys.retry);
-        redisAppendCommand(cli->conn, "LLEN %s", keys.dlq);
-        redisAppendCommand(cli->conn, "HGET %s next_free", keys.shape);
+        if (!sl_cli_appended(cli, redisAppendCommand(cli->conn, "LLEN %s", keys.queue)) ||
+            !sl_cli_appended(cli, redisAppendCommand(cli->conn, "ZCARD %s", keys.inflight)) ||
+            !sl_cli_appended(cli, redisAppendCommand(cli->conn, "ZCARD %s", keys.retry)) ||
+            !sl_cli_appended(cli, redisAppendCommand(cli->conn, "LLEN %s", keys.dlq)) ||
+            !sl_cli_appended(cli,
+                             redisAppendCommand(cli->conn, "HMGET %s next_free frac", keys.shape)))
+            return SL_CLI_RUNTIME;
     }
     redisReply *reply = sl_cli_reply(cli);
     if (!reply)
         return SL_CLI_RUNTIME;
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_STRING ||
+        reply->element[1]->type != REDIS_REPLY_STRING) {
         freeReplyObject(reply);
         return sl_cli_unexpected(cli, "TIME");
     }
@@ -152,7 +175,7 @@ static int measure(sl_cli *cli, stats_list *list)
     freeReplyObject(reply);
     for (size_t i = 0; i < list->count; i++) {
         tenant_stats *t = &list->items[i];
-        long long *counts[] = {&t->queued, &t->scheduled, &t->retrying, &t->dead};
+        long long *counts[] = {&t->queued, &t->claimed, &t->retrying, &t->dead};
         for (int k = 0; k < 4; k++) {
             if (!(reply = sl_cli_reply(cli)))
                 return SL_CLI_RUNTIME;
@@ -163,16 +186,18 @@ static int measure(sl_cli *cli, stats_list *list)
         }
         if (!(reply = sl_cli_reply(cli)))
             return SL_CLI_RUNTIME;
-        t->delay_ms = 0;
-        if (reply->type == REDIS_REPLY_STRING) {
-            int64_t next_free = strtoll(reply->str, NULL, 10);
-            if (next_free > now_us)
-                t->delay_ms = (next_free - now_us + 999) / 1000;
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+            freeReplyObject(reply);
+            return sl_cli_unexpected(cli, "HMGET");
         }
+        int64_t next_free = hash_field(reply->element[0]), frac = hash_field(reply->element[1]);
         freeReplyObject(reply);
+        t->delay_ms = next_free > now_us ? (next_free - now_us + 999) / 1000 : 0;
         const sl_tenant_config *cfg = cli->config ? sl_config_tenant_for(cli->config, t->name)
                                                   : NULL;
         t->rate_milli = cfg ? cfg->rate_milli : -1;
+        t->split_known = sl_stats_split_claimed(t->claimed, next_free, frac, now_us,
+                                                t->rate_milli, &t->split);
     }
     return SL_CLI_OK;
 }
@@ -192,6 +217,15 @@ static void format_rate(char *out, size_t size, int64_t rate_milli)
         *end = '\0';
 }
 
+/* A count for the table, "-" if unknown. */
+static void format_count(char *out, size_t size, bool known, int64_t n)
+{
+    if (known)
+        snprintf(out, size, "%" PRId64, n);
+    else
+        snprintf(out, size, "-");
+}
+
 static int print_table(const stats_list *list)
 {
     int width = 6;
@@ -200,16 +234,25 @@ static int print_table(const stats_list *list)
         if (len > width)
             width = len;
     }
-    printf("%-*s %10s %10s %10s %10s %10s %10s\n", width, "TENANT", "QUEUED", "SCHEDULED",
-           "RETRYING", "DEAD", "RATE/S", "DELAY_MS");
+    printf("%-*s %10s %10s %10s %10s %10s %10s %10s\n", width, "TENANT", "QUEUED", "SCHEDULED",
+           "IN_FLIGHT", "RETRYING", "DEAD", "RATE/S", "DELAY_MS");
     for (size_t i = 0; i < list->count; i++) {
         const tenant_stats *t = &list->items[i];
-        char rate[32];
+        char rate[32], scheduled[24], in_flight[24];
         format_rate(rate, sizeof rate, t->rate_milli);
-        printf("%-*s %10lld %10lld %10lld %10lld %10s %10" PRId64 "\n", width, t->name, t->queued,
-               t->scheduled, t->retrying, t->dead, rate, t->delay_ms);
+        format_count(scheduled, sizeof scheduled, t->split_known, t->split.scheduled);
+        format_count(in_flight, sizeof in_flight, t->split_known, t->split.in_flight);
+        printf("%-*s %10lld %10s %10s %10lld %10lld %10s %10" PRId64 "\n", width, t->name,
+               t->queued, scheduled, in_flight, t->retrying, t->dead, rate, t->delay_ms);
     }
     return SL_CLI_OK;
+}
+
+/* Adds name: n, or name: null if unknown. */
+static bool add_count(cJSON *o, const char *name, bool known, int64_t n)
+{
+    return known ? cJSON_AddNumberToObject(o, name, (double)n) != NULL
+                 : cJSON_AddNullToObject(o, name) != NULL;
 }
 
 static int print_json(const stats_list *list)
@@ -227,7 +270,9 @@ static int print_json(const stats_list *list)
         }
         ok = cJSON_AddStringToObject(o, "tenant", t->name) &&
              cJSON_AddNumberToObject(o, "queued", (double)t->queued) &&
-             cJSON_AddNumberToObject(o, "scheduled", (double)t->scheduled) &&
+             cJSON_AddNumberToObject(o, "claimed", (double)t->claimed) &&
+             add_count(o, "scheduled", t->split_known, t->split.scheduled) &&
+             add_count(o, "in_flight", t->split_known, t->split.in_flight) &&
              cJSON_AddNumberToObject(o, "retrying", (double)t->retrying) &&
              cJSON_AddNumberToObject(o, "dead_lettered", (double)t->dead) &&
              (t->rate_milli < 0
@@ -244,34 +289,21 @@ static int print_json(const stats_list *list)
 
 int sl_cli_stats(int argc, char **argv)
 {
-    static const struct option options[] = {
-        SL_CLI_COMMON_OPTIONS, {"json", no_argument, NULL, SL_CLI_OPT_JSON}, {NULL, 0, NULL, 0}};
-    sl_cli_opts opts = {0};
-    bool json = false;
-    int opt;
-    optind = 0; /* 0, not 1: glibc then forgets main's "+" (stop at the first operand) */
-    while ((opt = getopt_long(argc, argv, "c:h", options, NULL)) != -1) {
-        if (opt == 'h') {
-            fputs(stats_help, stdout);
-            return SL_CLI_OK;
-        }
-        if (opt == SL_CLI_OPT_JSON)
-            json = true;
-        else if (!sl_cli_common_option(&opts, opt, optarg)) {
-            fputs(stats_help, stderr);
-            return SL_CLI_USAGE;
-        }
-    }
-    if (argc - optind > 1) {
-        fprintf(stderr, "sluice stats: unexpected argument '%s' (see --help)\n", argv[optind + 1]);
+    sl_cli_opts opts;
+    int operand, code;
+    if (!sl_cli_parse_options(argc, argv, "stats", SL_CLI_TAKES_JSON, stats_help, &opts, &operand,
+                              &code))
+        return code;
+    if (argc - operand > 1) {
+        fprintf(stderr, "sluice stats: unexpected argument '%s' (see --help)\n", argv[operand + 1]);
         return SL_CLI_USAGE;
     }
-    const char *tenant = optind < argc ? argv[optind] : NULL;
+    const char *tenant = operand < argc ? argv[operand] : NULL;
     if (tenant && !sl_cli_tenant_ok("stats", tenant))
         return SL_CLI_USAGE;
     sl_cli cli;
     stats_list list = {0};
-    int code = sl_cli_open(&cli, "stats", &opts);
+    code = sl_cli_open(&cli, "stats", &opts);
     if (code == SL_CLI_OK)
         code = sl_cli_connect(&cli);
     if (code == SL_CLI_OK) {
@@ -285,7 +317,7 @@ int sl_cli_stats(int argc, char **argv)
         code = measure(&cli, &list);
     }
     if (code == SL_CLI_OK)
-        code = json ? print_json(&list) : print_table(&list);
+        code = opts.json ? print_json(&list) : print_table(&list);
     free(list.items);
     sl_cli_close(&cli);
     return code;

@@ -27,7 +27,7 @@ static const char usage_text[] =
     "  run -c FILE          run the daemon with the configuration FILE\n"
     "  check-config FILE    validate FILE, report every mistake, exit 2 if any\n"
     "  push TENANT JOB...   validate jobs, then LPUSH them onto TENANT's queue\n"
-    "  stats [TENANT]       queued, scheduled, retrying, dead-lettered, rate, delay\n"
+    "  stats [TENANT]       queued, scheduled, in flight, retrying, dead, rate, delay\n"
     "  dlq list|replay|purge TENANT\n"
     "                       show, requeue or delete dead-lettered jobs\n"
     "  script [NAME]        print the embedded Lua script NAME (no NAME: list them)\n"

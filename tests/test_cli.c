@@ -1,5 +1,7 @@
 /* test_cli.c - `sluice push`, `stats` and `dlq list|replay|purge`: the
- * real binary ($SLUICE_BIN) against a private redis-server. */
+ * real binary ($SLUICE_BIN) against a private redis-server, and an
+ * operator's round trip through them against a real daemon ($SLUICE_BIN
+ * run) and endpoint ($SLUICE_SINK). */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 #include <signal.h>
@@ -7,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "daemon_process.h"
 #include "redis_fixture.h"
+#include "sink_process.h"
 
 #define OUT_MAX 65536
 
@@ -226,6 +231,10 @@ static long long redis_now_us(void)
     return now;
 }
 
+/* acme (10/s): 2 claimed, next_free 5 s ahead: both scheduled.
+ * gamma (0.5/s): 3 claimed, next_free 3.5 s ahead: one slot (2 s apart)
+ * still ahead, two passed. delta (not configured, so no rate): 1 claimed,
+ * no schedule: in flight. beta: only in <prefix>:tenants. */
 static void stats_setup(void)
 {
     freeReplyObject(cmd("LPUSH sluice:{acme}:queue a b c"));
@@ -234,8 +243,12 @@ static void stats_setup(void)
     for (int i = 0; i < 4; i++)
         dead_letter("d", 1700000000000LL + i, "j");
     freeReplyObject(cmd("HSET sluice:{acme}:shape next_free %lld", redis_now_us() + 5000000));
+    freeReplyObject(cmd("ZADD sluice:{gamma}:inflight 1 g1 2 g2 3 g3"));
+    freeReplyObject(cmd("HSET sluice:{gamma}:shape next_free %lld frac 0",
+                        redis_now_us() + 3500000));
     freeReplyObject(cmd("SADD sluice:tenants beta"));
     freeReplyObject(cmd("LPUSH sluice:{delta}:queue q"));
+    freeReplyObject(cmd("ZADD sluice:{delta}:inflight 1 d1"));
     write_config("{\"acme\": {\"endpoint\": \"http://127.0.0.1:9/\", \"rate\": 10}, "
                  "\"gamma\": {\"endpoint\": \"http://127.0.0.1:9/\", \"rate\": 0.5}}");
 }
@@ -258,37 +271,74 @@ static double num(const cJSON *o, const char *key)
     return v->valuedouble;
 }
 
+/* A table line "NAME QUEUED SCHEDULED IN_FLIGHT RETRYING DEAD RATE DELAY"
+ * whose scheduled and in-flight counts are known. */
+typedef struct table_row {
+    long long queued, scheduled, in_flight, retrying, dead, delay;
+    char rate[16];
+} table_row;
+
+static table_row table_line(const char *name)
+{
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "\n%s ", name);
+    const char *line = strstr(out, prefix);
+    cr_assert_not_null(line, "no line for %s: %s", name, out);
+    table_row r;
+    int n = sscanf(line + strlen(prefix), "%lld %lld %lld %lld %lld %15s %lld", &r.queued,
+                   &r.scheduled, &r.in_flight, &r.retrying, &r.dead, r.rate, &r.delay);
+    cr_assert_eq(n, 7, "%s", out);
+    return r;
+}
+
 Test(cli, stats_table)
 {
     stats_setup();
     int code = RUN(NULL, "stats", "-c", config_path);
     cr_assert_eq(code, 0, "%s", out);
     cr_expect(strncmp(out, "TENANT ", 7) == 0, "%s", out);
-    cr_expect(strstr(out, "QUEUED") && strstr(out, "SCHEDULED") && strstr(out, "DELAY_MS"));
-    char *line = strstr(out, "\nacme ");
-    cr_assert_not_null(line, "%s", out);
-    long long queued, scheduled, retrying, dead, delay;
-    char rate[16];
-    cr_assert_eq(sscanf(line + 1, "acme %lld %lld %lld %lld %15s %lld", &queued, &scheduled,
-                        &retrying, &dead, rate, &delay), 6, "%s", out);
-    cr_expect_eq(queued, 3);
-    cr_expect_eq(scheduled, 2);
-    cr_expect_eq(retrying, 1);
-    cr_expect_eq(dead, 4);
-    cr_expect_str_eq(rate, "10");
-    cr_expect(delay > 4000 && delay <= 5000, "delay %lld", delay);
-    cr_expect(strstr(out, "\nbeta "), "%s", out);
-    cr_expect(strstr(out, "\ndelta "), "%s", out);
-    line = strstr(out, "\ngamma ");
-    cr_assert_not_null(line, "%s", out);
-    cr_assert_eq(sscanf(line + 1, "gamma %lld %lld %lld %lld %15s %lld", &queued, &scheduled,
-                        &retrying, &dead, rate, &delay), 6, "%s", out);
-    cr_expect_str_eq(rate, "0.5");
-    cr_expect_eq(queued + scheduled + retrying + dead + delay, 0);
+    cr_expect(strstr(out, "QUEUED") && strstr(out, "SCHEDULED") && strstr(out, "IN_FLIGHT") &&
+              strstr(out, "DELAY_MS"), "%s", out);
+    table_row r = table_line("acme");
+    cr_expect_eq(r.queued, 3);
+    cr_expect_eq(r.scheduled, 2);
+    cr_expect_eq(r.in_flight, 0);
+    cr_expect_eq(r.retrying, 1);
+    cr_expect_eq(r.dead, 4);
+    cr_expect_str_eq(r.rate, "10");
+    cr_expect(r.delay > 4000 && r.delay <= 5000, "delay %lld", r.delay);
+    r = table_line("beta");
+    cr_expect_eq(r.queued + r.scheduled + r.in_flight + r.retrying + r.dead + r.delay, 0);
+    cr_expect_str_eq(r.rate, "-");
+    r = table_line("delta");
+    cr_expect_eq(r.queued, 1);
+    cr_expect_eq(r.scheduled, 0);
+    cr_expect_eq(r.in_flight, 1);
+    cr_expect_str_eq(r.rate, "-");
+    r = table_line("gamma");
+    cr_expect_str_eq(r.rate, "0.5");
+    cr_expect_eq(r.scheduled, 1);
+    cr_expect_eq(r.in_flight, 2);
+    cr_expect(r.delay > 3000 && r.delay <= 3500, "delay %lld", r.delay);
+    cr_expect_eq(r.queued + r.retrying + r.dead, 0);
     /* The columns line up: every line as long as the header. */
     size_t header = strcspn(out, "\n");
     for (char *l = strchr(out, '\n'); l && l[1]; l = strchr(l + 1, '\n'))
         cr_expect_eq(strcspn(l + 1, "\n"), header, "%s", out);
+
+    /* Without the config the rate is unknown: acme's split cannot be told
+     * while its next free slot lies ahead; delta's can. */
+    code = RUN(NULL, "stats", "--redis", url);
+    cr_assert_eq(code, 0, "%s", out);
+    const char *line = strstr(out, "\nacme ");
+    cr_assert_not_null(line, "%s", out);
+    long long queued;
+    char scheduled[16], in_flight[16];
+    cr_assert_eq(sscanf(line + 1, "acme %lld %15s %15s", &queued, scheduled, in_flight), 3);
+    cr_expect_str_eq(scheduled, "-");
+    cr_expect_str_eq(in_flight, "-");
+    r = table_line("delta");
+    cr_expect_eq(r.in_flight, 1);
 }
 
 Test(cli, stats_json)
@@ -302,18 +352,28 @@ Test(cli, stats_json)
     const cJSON *acme = find_tenant(root, "acme");
     cr_assert_not_null(acme, "%s", out);
     cr_expect_eq(num(acme, "queued"), 3);
+    cr_expect_eq(num(acme, "claimed"), 2);
     cr_expect_eq(num(acme, "scheduled"), 2);
+    cr_expect_eq(num(acme, "in_flight"), 0);
     cr_expect_eq(num(acme, "retrying"), 1);
     cr_expect_eq(num(acme, "dead_lettered"), 4);
     cr_expect_eq(num(acme, "rate"), 10);
     cr_expect(num(acme, "delay_ms") > 4000 && num(acme, "delay_ms") <= 5000, "%s", out);
+    const cJSON *gamma = find_tenant(root, "gamma");
+    cr_assert_not_null(gamma, "%s", out);
+    cr_expect_eq(num(gamma, "claimed"), 3);
+    cr_expect_eq(num(gamma, "scheduled"), 1);
+    cr_expect_eq(num(gamma, "in_flight"), 2);
     const cJSON *beta = find_tenant(root, "beta");
     cr_assert_not_null(beta, "%s", out);
     cr_expect(cJSON_IsNull(cJSON_GetObjectItem(beta, "rate")), "%s", out);
     cr_expect_eq(num(beta, "delay_ms"), 0);
+    cr_expect_eq(num(beta, "scheduled"), 0);
+    cr_expect_eq(num(beta, "in_flight"), 0);
     cJSON_Delete(root);
 
-    /* One tenant, by --redis: no rate known. */
+    /* One tenant, by --redis: no rate known, so no split while slots lie
+     * ahead; the claimed jobs are still counted. */
     code = RUN(NULL, "stats", "--redis", url, "acme", "--json");
     cr_assert_eq(code, 0, "%s", out);
     root = cJSON_Parse(out);
@@ -322,8 +382,29 @@ Test(cli, stats_json)
     acme = find_tenant(root, "acme");
     cr_assert_not_null(acme);
     cr_expect_eq(num(acme, "queued"), 3);
+    cr_expect_eq(num(acme, "claimed"), 2);
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(acme, "scheduled")), "%s", out);
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(acme, "in_flight")), "%s", out);
     cr_expect(cJSON_IsNull(cJSON_GetObjectItem(acme, "rate")), "%s", out);
     cJSON_Delete(root);
+
+    code = RUN(NULL, "stats", "--redis", url, "delta", "--json");
+    cr_assert_eq(code, 0, "%s", out);
+    root = cJSON_Parse(out);
+    cr_assert_not_null(root, "%s", out);
+    const cJSON *delta = find_tenant(root, "delta");
+    cr_assert_not_null(delta, "%s", out);
+    cr_expect_eq(num(delta, "scheduled"), 0);
+    cr_expect_eq(num(delta, "in_flight"), 1);
+    cJSON_Delete(root);
+}
+
+Test(cli, stats_help_explains_the_estimate)
+{
+    cr_assert_eq(RUN(NULL, "stats", "--help"), 0, "%s", out);
+    cr_expect(strstr(out, "in flight"), "%s", out);
+    cr_expect(strstr(out, "estimate"), "%s", out);
+    cr_expect(strstr(out, "during a pause, claimed jobs show as scheduled"), "%s", out);
 }
 
 static int count_lines(const char *s)
@@ -394,6 +475,66 @@ Test(cli, dlq_replay)
     expect_rpop("sluice:{acme}:dlq", "{not json");
 }
 
+/* EVAL calls since the last CONFIG RESETSTAT. */
+static long long eval_calls(void)
+{
+    redisReply *r = cmd("INFO commandstats");
+    const char *at = strstr(r->str, "cmdstat_eval:calls=");
+    long long calls = at ? atoll(at + strlen("cmdstat_eval:calls=")) : 0;
+    freeReplyObject(r);
+    return calls;
+}
+
+/* 2,502 records, two of them undecodable (the 701st and 1,801st oldest):
+ * replayed in atomic steps of 1,000 records, oldest first, the bad ones
+ * left in order, across two invocations. */
+Test(cli, dlq_replay_in_steps)
+{
+    enum { RECORDS = 2502, BAD_A = 700, BAD_B = 1800 };
+    for (int i = 0; i < RECORDS; i++) {
+        char record[256];
+        if (i == BAD_A || i == BAD_B)
+            snprintf(record, sizeof record, "{bad %d", i);
+        else
+            snprintf(record, sizeof record,
+                     "{\"tenant\":\"acme\",\"reason\":\"http_4xx\",\"job\":\"job-%04d\","
+                     "\"attempts\":1}", i);
+        cr_assert_eq(redisAppendCommand(fx.conn, "LPUSH sluice:{acme}:dlq %s", record), REDIS_OK);
+    }
+    for (int i = 0; i < RECORDS; i++) {
+        redisReply *r;
+        cr_assert_eq(redisGetReply(fx.conn, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    freeReplyObject(cmd("CONFIG RESETSTAT"));
+    int code = RUN(NULL, "dlq", "replay", "--redis", url, "acme", "--count", "1500");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_expect(strstr(out, "replayed 1500 jobs to acme"), "%s", out);
+    cr_expect(strstr(out, "1 record could not be decoded"), "%s", out);
+    cr_expect_eq(eval_calls(), 2, "1,000 records, then the 501 that complete the count");
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:queue"), 1500);
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:dlq"), RECORDS - 1500);
+
+    freeReplyObject(cmd("CONFIG RESETSTAT"));
+    code = RUN(NULL, "dlq", "replay", "--redis", url, "acme");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_expect(strstr(out, "replayed 1000 jobs to acme"), "%s", out);
+    cr_expect(strstr(out, "2 records could not be decoded"), "%s", out);
+    cr_expect_eq(eval_calls(), 2, "1,000 records, then the last 2");
+
+    for (int i = 0; i < RECORDS; i++) {
+        if (i == BAD_A || i == BAD_B)
+            continue;
+        char job[16];
+        snprintf(job, sizeof job, "job-%04d", i);
+        expect_rpop("sluice:{acme}:queue", job);
+    }
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:queue"), 0);
+    expect_rpop("sluice:{acme}:dlq", "{bad 700");
+    expect_rpop("sluice:{acme}:dlq", "{bad 1800");
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:dlq"), 0);
+}
+
 Test(cli, dlq_purge)
 {
     for (int i = 0; i < 4; i++)
@@ -442,6 +583,10 @@ Test(cli, bad_usage)
     cr_expect_eq(RUN(NULL, "dlq", "list", "--redis", url, "acme", "--count", "2"), 2, "%s", out);
     cr_expect_eq(RUN(NULL, "dlq", "replay", "--redis", url, "acme", "--count", "x"), 2, "%s", out);
     cr_expect_eq(RUN(NULL, "dlq", "purge", "--redis", url, "a}b"), 2, "%s", out);
+    cr_expect_eq(RUN(NULL, "stats", "--redis", url, "--limit", "3"), 2, "%s", out);
+    cr_expect(strstr(out, "sluice stats: --limit does not apply here"), "%s", out);
+    cr_expect_eq(RUN(NULL, "push", "--redis", url, "--json", "acme", "{}"), 2, "%s", out);
+    cr_expect(strstr(out, "sluice push: --json does not apply here"), "%s", out);
     cr_expect_eq(cmd_int("DBSIZE"), 0);
 }
 
@@ -465,4 +610,237 @@ Test(cli, unreachable_redis)
         cr_expect(strstr(out, expected), "%s", out);
         cr_expect_null(strstr(out, "s3cretpw"), "%s", out);
     }
+}
+
+/* ---- the operator's round trip against a real daemon and endpoint ---- */
+
+static sink_process sink;
+static char op_dir[64];
+
+static void operate_setup(void)
+{
+    setup();
+    const char *bin = getenv("SLUICE_SINK");
+    cr_assert_not_null(bin, "SLUICE_SINK is not set");
+    char err[256];
+    cr_assert(sink_start(&sink, bin, err, sizeof err), "sink: %s", err);
+    snprintf(op_dir, sizeof op_dir, "/tmp/sluice-test-operate-XXXXXX");
+    cr_assert_not_null(mkdtemp(op_dir));
+}
+
+static void operate_teardown(void)
+{
+    sink_stop(&sink);
+    char path[128];
+    const char *files[] = {"before.json", "after.json", "sluice.log"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", op_dir, files[i]);
+        unlink(path);
+    }
+    rmdir(op_dir);
+    teardown();
+}
+
+TestSuite(operate, .init = operate_setup, .fini = operate_teardown, .timeout = 90);
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(long ms)
+{
+    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+/* A config for tenant acme at 50/s with `endpoint`; retries twice, fast. */
+static void write_operate_config(char *path, size_t size, const char *name, const char *endpoint)
+{
+    snprintf(path, size, "%s/%s", op_dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"redis\": \"%s\", \"workers\": 1, \"admin\": null, \"grace_ms\": 5000,\n"
+            " \"tenants\": {\"acme\": {\"endpoint\": \"http://127.0.0.1:%d%s\", \"rate\": 50,\n"
+            "   \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 20}}}}\n",
+            url, sink.port, endpoint);
+    fclose(f);
+}
+
+typedef struct op_counts {
+    long long queued, claimed, scheduled, in_flight, retrying, dead;
+} op_counts;
+
+/* `sluice stats -c config acme --json`, read back. */
+static op_counts stats_of_acme(const char *config)
+{
+    int code = RUN(NULL, "stats", "-c", config, "acme", "--json");
+    cr_assert_eq(code, 0, "%s", out);
+    cJSON *root = cJSON_Parse(out);
+    cr_assert_not_null(root, "%s", out);
+    const cJSON *t = find_tenant(root, "acme");
+    cr_assert_not_null(t, "%s", out);
+    cr_assert_eq(num(t, "rate"), 50, "%s", out);
+    op_counts c = {
+        .queued = (long long)num(t, "queued"),
+        .claimed = (long long)num(t, "claimed"),
+        .scheduled = (long long)num(t, "scheduled"),
+        .in_flight = (long long)num(t, "in_flight"),
+        .retrying = (long long)num(t, "retrying"),
+        .dead = (long long)num(t, "dead_lettered"),
+    };
+    cJSON_Delete(root);
+    cr_assert_eq(c.scheduled + c.in_flight, c.claimed, "%s", out);
+    return c;
+}
+
+static void expect_counts(const op_counts *c, long long queued, long long claimed,
+                          long long retrying, long long dead, const char *when)
+{
+    cr_expect_eq(c->queued, queued, "%s: queued %lld", when, c->queued);
+    cr_expect_eq(c->claimed, claimed, "%s: claimed %lld", when, c->claimed);
+    cr_expect_eq(c->scheduled, 0, "%s: scheduled %lld", when, c->scheduled);
+    cr_expect_eq(c->in_flight, claimed, "%s: in flight %lld", when, c->in_flight);
+    cr_expect_eq(c->retrying, retrying, "%s: retrying %lld", when, c->retrying);
+    cr_expect_eq(c->dead, dead, "%s: dead %lld", when, c->dead);
+}
+
+/* Polls stats (at most timeout_ms) until nothing is queued, claimed or
+ * retrying, `dead` are dead-lettered and the sink logged `requests`;
+ * false at once if either count goes past what is expected. */
+static bool wait_settled(const char *config, long long dead, size_t requests, int timeout_ms)
+{
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    for (;;) {
+        op_counts c = stats_of_acme(config);
+        sink_request *reqs = NULL;
+        size_t n = sink_read_log(&sink, &reqs);
+        sink_requests_free(reqs, n);
+        if (c.queued == 0 && c.claimed == 0 && c.retrying == 0 && c.dead == dead && n == requests)
+            return true;
+        if (c.dead > dead || n > requests || monotonic_ms() >= deadline) {
+            cr_log_error("not settled: queued %lld claimed %lld retrying %lld dead %lld, "
+                         "%zu requests", c.queued, c.claimed, c.retrying, c.dead, n);
+            return false;
+        }
+        pause_ms(100);
+    }
+}
+
+#define OP_JOBS 10
+/* Jobs 0, 3, 6 and 9 go to a path the first endpoint refuses with 400. */
+static bool op_refused(int i)
+{
+    return i % 3 == 0;
+}
+
+/* push -> stats (queued) -> the daemon dead-letters the 400s -> stats
+ * (dead) -> dlq list shows why -> the endpoint is fixed (a new config) ->
+ * dlq replay -> stats (queued again) -> delivered, each replayed job with
+ * its attempts counted afresh -> stats all zero. */
+Test(operate, push_dead_letter_list_replay_deliver)
+{
+    /* Before: the endpoint's base is /status, and a job's path picks the
+     * answer (/status/200 or /status/400). After: /flaky/1/status, which
+     * answers each Idempotency-Key 503 once, then 200; with max_attempts
+     * 2 a replayed job is delivered only if its first attempt there is
+     * its first attempt at all: had it kept the attempt of its dead
+     * letter, the 503 would exhaust it. */
+    char before[128], after[128];
+    write_operate_config(before, sizeof before, "before.json", "/status");
+    write_operate_config(after, sizeof after, "after.json", "/flaky/1/status");
+    char jobs[OP_JOBS * 64] = "", job_text[OP_JOBS][64];
+    for (int i = 0; i < OP_JOBS; i++) {
+        snprintf(job_text[i], sizeof job_text[i], "{\"id\":\"op-%d\",\"path\":\"/%d\",\"body\":%d}",
+                 i, op_refused(i) ? 400 : 200, i);
+        strcat(jobs, job_text[i]);
+        strcat(jobs, "\n");
+    }
+    int code = RUN(jobs, "push", "-c", before, "acme", "-");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_assert(strstr(out, "pushed 10 jobs to acme"), "%s", out);
+    op_counts c = stats_of_acme(before);
+    expect_counts(&c, OP_JOBS, 0, 0, 0, "pushed");
+
+    char log[128], err[256];
+    snprintf(log, sizeof log, "%s/sluice.log", op_dir);
+    daemon_process d = {0};
+    cr_assert(daemon_start(&d, before, log, NULL, err, sizeof err), "%s", err);
+    bool settled = wait_settled(before, 4, OP_JOBS, 30000);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "clean exit");
+    cr_assert(settled, "the first run did not settle within 30 s");
+    c = stats_of_acme(before);
+    expect_counts(&c, 0, 0, 0, 4, "dead-lettered");
+    sink_request *reqs = NULL;
+    size_t n = sink_read_log(&sink, &reqs);
+    cr_assert_eq(n, OP_JOBS);
+    for (size_t i = 0; i < n; i++) {
+        int k = atoi(reqs[i].key + 3);
+        cr_assert(strncmp(reqs[i].key, "op-", 3) == 0 && k >= 0 && k < OP_JOBS, "%s",
+                  reqs[i].key);
+        char path[32];
+        snprintf(path, sizeof path, "/status/%d", op_refused(k) ? 400 : 200);
+        cr_expect_str_eq(reqs[i].path, path, "%s", reqs[i].key);
+        cr_expect_eq(reqs[i].status, op_refused(k) ? 400 : 200, "%s", reqs[i].key);
+    }
+    sink_requests_free(reqs, n);
+
+    /* Why they were dead-lettered, newest first. */
+    code = RUN(NULL, "dlq", "list", "-c", before, "acme", "--json");
+    cr_assert_eq(code, 0, "%s", out);
+    cJSON *records = cJSON_Parse(out);
+    cr_assert(cJSON_IsArray(records), "%s", out);
+    cr_assert_eq(cJSON_GetArraySize(records), 4, "%s", out);
+    bool listed[OP_JOBS] = {false};
+    const cJSON *r;
+    cJSON_ArrayForEach(r, records)
+    {
+        /* "id" is sluice's claim id; the job is the element as pushed. */
+        const cJSON *id = cJSON_GetObjectItem(r, "id"), *job = cJSON_GetObjectItem(r, "job");
+        cr_assert(cJSON_IsString(id) && id->valuestring[0] && cJSON_IsString(job), "%s", out);
+        int k = 0;
+        while (k < OP_JOBS && strcmp(job->valuestring, job_text[k]) != 0)
+            k++;
+        cr_assert(k < OP_JOBS && op_refused(k) && !listed[k], "%s", out);
+        listed[k] = true;
+        cr_expect_str_eq(cJSON_GetObjectItem(r, "reason")->valuestring, "http_4xx");
+        cr_expect_str_eq(cJSON_GetObjectItem(r, "tenant")->valuestring, "acme");
+        cr_expect_eq(num(r, "http_status"), 400);
+        cr_expect_eq(num(r, "attempts"), 1);
+    }
+    cJSON_Delete(records);
+
+    /* The endpoint is fixed; the jobs go back to the queue. */
+    code = RUN(NULL, "dlq", "replay", "-c", after, "acme");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_assert(strstr(out, "replayed 4 jobs to acme"), "%s", out);
+    c = stats_of_acme(after);
+    expect_counts(&c, 4, 0, 0, 0, "replayed");
+
+    cr_assert(daemon_start(&d, after, log, NULL, err, sizeof err), "%s", err);
+    settled = wait_settled(after, 0, OP_JOBS + 8, 30000);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "clean exit");
+    cr_assert(settled, "the replay did not settle within 30 s");
+    c = stats_of_acme(after);
+    expect_counts(&c, 0, 0, 0, 0, "delivered");
+    cr_expect_eq(cmd_int("HLEN sluice:{acme}:jobs"), 0, "no claim records left");
+
+    /* Each replayed job: a 503, then a 200, at the new endpoint; nothing
+     * else was sent again. */
+    n = sink_read_log(&sink, &reqs);
+    cr_assert_eq(n, OP_JOBS + 8);
+    int seen[OP_JOBS] = {0};
+    for (size_t i = OP_JOBS; i < n; i++) {
+        int k = atoi(reqs[i].key + 3);
+        cr_assert(k >= 0 && k < OP_JOBS && op_refused(k), "%s sent again", reqs[i].key);
+        cr_expect_str_eq(reqs[i].path, "/flaky/1/status/400", "%s", reqs[i].key);
+        cr_expect_eq(reqs[i].status, seen[k] == 0 ? 503 : 200, "%s, request %d", reqs[i].key,
+                     seen[k] + 1);
+        seen[k]++;
+    }
+    for (int k = 0; k < OP_JOBS; k++)
+        cr_expect_eq(seen[k], op_refused(k) ? 2 : 0, "op-%d: %d requests", k, seen[k]);
+    sink_requests_free(reqs, n);
 }
