@@ -28,8 +28,11 @@ typedef struct transfer {
     struct transfer *prev_active, *next_active; /* while in flight */
 } transfer;
 
+#define IDLE_CONNECTIONS_MAX 4096
+
 typedef struct socket_watch {
     struct event *ev;
+    short kind; /* what ev watches */
 } socket_watch;
 
 struct sl_http_client {
@@ -160,13 +163,20 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *clientp, void 
         watch = calloc(1, sizeof *watch);
         if (!watch)
             return -1;
+        watch->ev = event_new(client->base, s, kind, on_socket_event, client);
+        if (!watch->ev) {
+            free(watch);
+            return -1;
+        }
         curl_multi_assign(client->multi, s, watch);
+    } else if (watch->kind == kind) {
+        return 0;
     } else {
-        event_free(watch->ev);
+        /* The same event, re-aimed: no allocation per request. */
+        event_del(watch->ev);
+        event_assign(watch->ev, client->base, s, kind, on_socket_event, client);
     }
-    watch->ev = event_new(client->base, s, kind, on_socket_event, client);
-    if (!watch->ev)
-        return -1;
+    watch->kind = kind;
     event_add(watch->ev, NULL);
     return 0;
 }
@@ -234,6 +244,10 @@ sl_http_client *sl_http_client_new(struct event_base *base, char *err, size_t er
     curl_multi_setopt(client->multi, CURLMOPT_SOCKETDATA, client);
     curl_multi_setopt(client->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
     curl_multi_setopt(client->multi, CURLMOPT_TIMERDATA, client);
+    /* libcurl's default keeps 4 idle connections per transfer under way, so
+     * a lull in traffic closed connections the next burst had to open
+     * again. Idle ones still close after CURLOPT_MAXAGE_CONN (118 s). */
+    curl_multi_setopt(client->multi, CURLMOPT_MAXCONNECTS, (long)IDLE_CONNECTIONS_MAX);
     return client;
 }
 
@@ -273,7 +287,6 @@ static transfer *take_transfer(sl_http_client *client)
     transfer *t = client->free_list;
     if (t) {
         client->free_list = t->next_free;
-        curl_easy_reset(t->easy);
         return t;
     }
     t = calloc(1, sizeof *t);
@@ -285,6 +298,18 @@ static transfer *take_transfer(sl_http_client *client)
         return NULL;
     }
     t->client = client;
+    /* What every request of this handle shares, set once: a pooled handle
+     * is not reset between requests (curl_easy_reset costs more than the
+     * options a request sets, see sl_http_send). */
+    CURL *e = t->easy;
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard_body);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, read_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     return t;
 }
 
@@ -316,28 +341,25 @@ bool sl_http_send(sl_http_client *client, const sl_http_request *request, sl_htt
     }
     t->headers = more;
 
+    /* Every option a request sets is set on every request (the handle is
+     * reused without a reset): method options included, so none lingers
+     * from the handle's previous request. */
     CURL *e = t->easy;
     curl_easy_setopt(e, CURLOPT_URL, request->url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)request->timeout_ms);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard_body);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, read_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    if (strcmp(request->method, "GET") == 0) {
-        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-    } else if (strcmp(request->method, "HEAD") == 0) {
-        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    /* A GET with a body sends it (as the job asked) like any other method. */
+    bool head = strcmp(request->method, "HEAD") == 0;
+    bool bodiless_get = strcmp(request->method, "GET") == 0 && request->body_len == 0;
+    if (head || bodiless_get) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L); /* also undoes a previous POST */
     } else {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, request->body ? request->body : "");
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)request->body_len);
-        if (strcmp(request->method, "POST") != 0)
-            curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, request->method);
     }
+    curl_easy_setopt(e, CURLOPT_NOBODY, head ? 1L : 0L);
+    bool custom = !head && !bodiless_get && strcmp(request->method, "POST") != 0;
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, custom ? request->method : NULL);
     if (curl_multi_add_handle(client->multi, e) != CURLM_OK) {
         recycle(client, t);
         return false;

@@ -800,3 +800,43 @@ Test(daemon, a_slow_tenant_does_not_delay_another)
     sink_requests_free(reqs, n);
     assert_nothing_left("slow");
 }
+
+/* One connection and one pooled request handle (concurrency 1) carry every
+ * method in turn: nothing of one request's method lingers into the next. */
+Test(daemon, each_method_on_a_reused_handle)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100, \"concurrency\": 1}}",
+        sink.port);
+    const char *methods[] = {"PUT", "GET", "POST", "HEAD", "DELETE", "PATCH", "HEAD", "POST"};
+    size_t n = sizeof methods / sizeof *methods;
+    for (size_t i = 0; i < n; i++) {
+        char job[160];
+        if (strcmp(methods[i], "HEAD") == 0) /* a HEAD job may have no body */
+            snprintf(job, sizeof job, "{\"id\":\"m-%zu\",\"method\":\"HEAD\"}", i);
+        else
+            snprintf(job, sizeof job, "{\"id\":\"m-%zu\",\"method\":\"%s\",\"body\":\"b%zu\"}",
+                     i, methods[i], i);
+        freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{acme}:queue %s", job));
+    }
+    daemon_process d = start_daemon(config);
+    sink_request *reqs = NULL;
+    size_t got = wait_each_delivered("m", (int)n, 10000, &reqs);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_assert_eq(got, n);
+    qsort(reqs, got, sizeof *reqs, compare_arrival);
+    for (size_t i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "m-%zu", i);
+        cr_assert_str_eq(reqs[i].key, key, "FIFO order");
+        cr_assert_str_eq(reqs[i].method, methods[i], "request %zu", i);
+        char body[8];
+        snprintf(body, sizeof body, "b%zu", i); /* a string body is sent as it is */
+        if (strcmp(methods[i], "HEAD") == 0)
+            cr_assert_eq(reqs[i].body_len, 0, "%s with a body", methods[i]);
+        else
+            cr_assert(reqs[i].body_len == strlen(body) && memcmp(reqs[i].body, body, strlen(body)) == 0,
+                      "%s request %zu lost its body", methods[i], i);
+    }
+    sink_requests_free(reqs, got);
+}
