@@ -21,12 +21,17 @@
 
 #define CLAIM_BATCH 512
 #define MAX_WAITING (2 * CLAIM_BATCH) /* claimed jobs held before claiming more */
+/* A shaped tenant claims, and acks, about BATCH_INTERVALS jobs per round
+ * trip: some 0.2 Redis calls per job at any rate where that fits in the
+ * bounds below. */
+#define BATCH_INTERVALS 10
 #define LOOKAHEAD_MIN_US 50000        /* claim what departs within 50 ms, */
-#define LOOKAHEAD_MAX_US 1000000      /* or two intervals, up to 1 s */
+#define LOOKAHEAD_MAX_US 250000       /* or BATCH_INTERVALS intervals, up to 250 ms */
 #define LEASE_MARGIN_US 10000000      /* a lease outlives slot + timeout by 10 s */
 #define SEND_EARLY_US 20              /* timers fire a little late; don't add to it */
 #define ACK_FLUSH_ARGS 1024           /* flush an ack batch this large at once */
-#define ACK_DELAY_US 2000             /* else within 2 ms */
+#define ACK_DELAY_MIN_US 10000        /* else within BATCH_INTERVALS intervals, */
+#define ACK_DELAY_MAX_US 100000       /* but 10 to 100 ms */
 #define IDLE_MIN_MS 10
 #define IDLE_MAX_MS 1000              /* SPEC: polling backs off to at most 1 s */
 #define IDLE_NOTIFIED_MAX_MS 30000    /* with keyspace notifications: a safety net */
@@ -111,7 +116,7 @@ static void ack_added(tenant *t)
     if (t->ack_filling.count >= ACK_FLUSH_ARGS)
         ack_flush(t);
     else if (!evtimer_pending(t->ack_timer, NULL))
-        arm(t->ack_timer, ACK_DELAY_US);
+        arm(t->ack_timer, t->ack_delay_us);
 }
 
 static void on_ack_reply(redisReply *reply, void *arg)
@@ -225,6 +230,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
         while (t->head)
             release_job(t, pop_waiting(t));
         retry_job(t, j, outcome.delay_ms * 1000, error);
+        ack_flush(t); /* the rest of the fleet must hear of the pause at once */
         break;
     case SL_OUTCOME_RETRY:
         retry_job(t, j, outcome.delay_ms * 1000, error);
@@ -504,16 +510,28 @@ static int64_t catch_up_gap_us(int64_t interval_us)
     return interval_us > room ? interval_us - room : 0;
 }
 
-/* How far ahead to claim: two intervals, so that one slow claim reply does
- * not make a job late, but at least 50 ms (a batch at high rates stays small
- * enough that a claim script is short) and at most 1 s (jobs stay claimable
- * by others). */
+static int64_t clamp(int64_t v, int64_t low, int64_t high)
+{
+    return v < low ? low : v > high ? high : v;
+}
+
+/* How far ahead to claim: BATCH_INTERVALS intervals, so that one claim
+ * serves several jobs and one slow claim reply does not make a job late,
+ * but at least 50 ms (a batch at high rates stays small enough that a claim
+ * script is short) and at most 250 ms: slots already given keep the old
+ * rate after a reload, and jobs already claimed wait out a pause, so this
+ * bounds how long either takes to show. */
 static int64_t lookahead_us(int64_t rate_milli)
 {
-    int64_t two_intervals = 2 * SL_JOB / rate_milli;
-    if (two_intervals < LOOKAHEAD_MIN_US)
-        return LOOKAHEAD_MIN_US;
-    return two_intervals > LOOKAHEAD_MAX_US ? LOOKAHEAD_MAX_US : two_intervals;
+    return clamp(BATCH_INTERVALS * SL_JOB / rate_milli, LOOKAHEAD_MIN_US, LOOKAHEAD_MAX_US);
+}
+
+/* How long outcomes gather before they are acked: BATCH_INTERVALS
+ * intervals, within 10..100 ms. Longer would leave more delivered jobs to
+ * be delivered again if this process died before acking them. */
+static int64_t ack_delay_us(int64_t rate_milli)
+{
+    return clamp(BATCH_INTERVALS * SL_JOB / rate_milli, ACK_DELAY_MIN_US, ACK_DELAY_MAX_US);
 }
 
 /* Makes config the tenant's rules for its next claims and departures;
@@ -554,6 +572,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .allow_url_count = config->allow_url_count,
         .idempotency_header = config->idempotency_header,
     };
+    t->ack_delay_us = ack_delay_us(config->rate_milli);
     t->window_us = 10 * SL_JOB / config->rate_milli;
     t->min_gap_us = catch_up_gap_us(SL_JOB / config->rate_milli);
     return true;

@@ -78,6 +78,7 @@ typedef struct tenant {
     sl_argv ack_sending; /* the batch on the wire (or to resend) */
     bool ack_outstanding;
     bool ack_resend;     /* ack_sending failed: send it again when ready */
+    int64_t ack_delay_us; /* outcomes gather this long before an ack */
     struct event *ack_timer;
 
     sl_tenant_metrics metrics; /* read by the admin thread's scrapes */
