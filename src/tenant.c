@@ -17,6 +17,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "outcome.h"
+#include "pacing.h"
 #include "worker_t.h"
 
 #define CLAIM_BATCH 512
@@ -288,38 +289,23 @@ static void send_job(tenant *t, job *j)
     }
 }
 
-/* The earliest a job may leave after the departures so far. Slots are
- * spaced by the Redis schedule, but after this process stalled (a busy
- * CPU, a slow reply) several slots are already past, and the late jobs must
- * not leave in a burst: at most 11 departures in any 10 intervals (so they
- * catch up at most 10% above the rate), and min_gap_us apart (see
- * catch_up_gap_us). Both rules look at actual departures and leave room for
- * timer lateness, so they never slow a tenant that keeps its schedule. */
-static int64_t pace_allows_at(const tenant *t)
-{
-    int64_t window_rule = t->recent[t->recent_next] + t->window_us;
-    int64_t newest = t->recent[(t->recent_next + SL_BURST_WINDOW_JOBS - 1) % SL_BURST_WINDOW_JOBS];
-    int64_t gap_rule = newest + t->min_gap_us;
-    return window_rule > gap_rule ? window_rule : gap_rule;
-}
-
 /* A job leaves at its slot (timers may fire a hair early) and as the pace allows (exactly). */
 static bool head_may_leave(const tenant *t, int64_t now)
 {
-    return t->head->send_at_us <= now + SEND_EARLY_US && pace_allows_at(t) <= now;
+    return t->head->send_at_us <= now + SEND_EARLY_US &&
+           sl_pace_allows_at(&t->pace, t->head->slot_us) <= now;
 }
 
 static int64_t head_departure(const tenant *t)
 {
-    int64_t pace = pace_allows_at(t);
+    int64_t pace = sl_pace_allows_at(&t->pace, t->head->slot_us);
     return t->head->send_at_us > pace ? t->head->send_at_us : pace;
 }
 
 static void note_departure(tenant *t, const job *j, int64_t now)
 {
     sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, now - j->send_at_us);
-    t->recent[t->recent_next] = now;
-    t->recent_next = (t->recent_next + 1) % SL_BURST_WINDOW_JOBS;
+    sl_pace_note(&t->pace, j->slot_us, now);
 }
 
 /* One line per departure: tenant, claim id, slot and departure on Redis's
@@ -383,6 +369,7 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     j->id = id;
     j->lease = c->lease;
     j->attempts = c->attempts;
+    j->slot_us = c->slot_us;
     j->send_at_us = c->slot_us - t->worker->clock_offset_us;
     j->element = element;
     j->element_len = c->job_len;
@@ -498,18 +485,6 @@ static void on_claim_timer(evutil_socket_t fd, short kind, void *arg)
 
 /* ---- lifecycle ---- */
 
-/* The least gap between departures while catching up after a stall: 80%
- * of an interval, so that a stall's lateness spreads thinly over the next
- * few departures. It must leave room for a timer's own lateness (up to
- * ~150 us here), or that lateness would add up from job to job: so the gap
- * shrinks at short intervals, to nothing below 150 us, where the window
- * rule alone bounds bursts. */
-static int64_t catch_up_gap_us(int64_t interval_us)
-{
-    int64_t room = interval_us / 5 > 150 ? interval_us / 5 : 150;
-    return interval_us > room ? interval_us - room : 0;
-}
-
 static int64_t clamp(int64_t v, int64_t low, int64_t high)
 {
     return v < low ? low : v > high ? high : v;
@@ -573,8 +548,6 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .idempotency_header = config->idempotency_header,
     };
     t->ack_delay_us = ack_delay_us(config->rate_milli);
-    t->window_us = 10 * SL_JOB / config->rate_milli;
-    t->min_gap_us = catch_up_gap_us(SL_JOB / config->rate_milli);
     return true;
 }
 

@@ -17,6 +17,7 @@
 #include "http_client.h"
 #include "metrics.h"
 #include "notify.h"
+#include "pacing.h"
 #include "redis_argv.h"
 #include "redis_conn.h"
 #include "request.h"
@@ -27,9 +28,6 @@ struct worker;
 /* Clock samples kept: the one with the shortest round trip is trusted. */
 #define SL_CLOCK_SAMPLES 16
 
-/* At most this many departures in any window of 10 intervals. */
-#define SL_BURST_WINDOW_JOBS 11
-
 /* A claimed job, from its claim until its outcome is acked. */
 typedef struct job {
     struct job *next; /* in the tenant's FIFO while waiting for its slot */
@@ -38,6 +36,7 @@ typedef struct job {
     char *id;         /* the claim id (key of the jobs hash); owned */
     int64_t lease;
     int64_t attempts; /* made before this one */
+    int64_t slot_us;    /* the slot on Redis's clock: exact spacing */
     int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
     char *element;      /* the job as pushed, parsed only when it is sent so
                            that a claimed batch never stalls the loop; owned */
@@ -59,11 +58,7 @@ typedef struct tenant {
 
     job *head, *tail;  /* claimed, waiting for their slot (slot order) */
     size_t waiting;
-    /* Pacing after a stall (see head_departure in tenant.c). */
-    int64_t recent[SL_BURST_WINDOW_JOBS]; /* the last departures, a ring */
-    int recent_next;      /* the oldest of them, overwritten next */
-    int64_t window_us;    /* 10 intervals */
-    int64_t min_gap_us;   /* least gap while catching up (catch_up_gap_us) */
+    sl_pace pace;         /* how fast late jobs may catch up (pacing.h) */
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
