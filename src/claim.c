@@ -9,6 +9,15 @@
 #define REPLY_PER_JOB 6
 #define ACK_HEADER_ARGS 9 /* EVALSHA sha 5 five-keys tenant */
 
+void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE])
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int i = 0; i < SL_CLAIM_ID_PREFIX_SIZE - 1; i++, random >>= 6)
+        out[i] = alphabet[random & 63];
+    out[SL_CLAIM_ID_PREFIX_SIZE - 1] = '\0';
+}
+
 void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const char *id_prefix)
 {
     sl_tenant_keys keys;

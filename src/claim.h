@@ -14,6 +14,8 @@
 #include "keys.h"
 #include "redis_argv.h"
 
+#define SL_CLAIM_ID_PREFIX_SIZE 12 /* 11 characters and the NUL */
+
 typedef struct sl_claim_limit {
     const char *name;
     const char *type;      /* the lua script name, e.g. "fixed_window" */
@@ -61,8 +63,13 @@ typedef struct sl_claim_result {
     size_t job_count;
 } sl_claim_result;
 
+/* Writes to out the 11-character id prefix of one claim call: 64 random
+ * bits in the URL-safe base64 alphabet (short: every claimed job stores
+ * its id twice in Redis). */
+void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE]);
+
 /* Resets a and builds EVALSHA sha ... for lua/claim.lua. id_prefix must be
- * unique per call (random): claimed jobs get ids id_prefix + hex index. */
+ * unique per call (random): claimed jobs get ids id_prefix + "." + hex index. */
 void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const char *id_prefix);
 
 /* Reads claim.lua's reply into out and jobs (at most max_jobs; the script

@@ -457,8 +457,9 @@ void sl_tenant_claim(tenant *t)
         !sl_worker_clock_ready(w) || saturated(t))
         return;
     evtimer_del(t->claim_timer);
-    char id_prefix[24];
-    snprintf(id_prefix, sizeof id_prefix, "%016" PRIx64 ".", sl_random_u64(&w->rng));
+    char id_prefix[SL_CLAIM_ID_PREFIX_SIZE + 1];
+    sl_claim_id_prefix(sl_random_u64(&w->rng), id_prefix);
+    strcat(id_prefix, ".");
     sl_claim_build(&w->claim_argv, sha, &t->claim, id_prefix);
     const char **argv = sl_argv_finish(&w->claim_argv);
     t->claim_sent_us = sl_worker_now_us();

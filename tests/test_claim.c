@@ -394,3 +394,16 @@ Test(claim, pause_moves_the_schedule_for_the_whole_fleet)
     cr_assert_leq(c->result.next_us, c->result.now_us + 2 * SEC);
     free(c);
 }
+
+Test(claim_ids, prefixes_are_short_url_safe_and_keep_every_bit)
+{
+    char a[SL_CLAIM_ID_PREFIX_SIZE], b[SL_CLAIM_ID_PREFIX_SIZE];
+    sl_claim_id_prefix(0, a);
+    cr_assert_str_eq(a, "AAAAAAAAAAA");
+    sl_claim_id_prefix(UINT64_MAX, a);
+    cr_assert_str_eq(a, "__________P", "60 bits of ones, then the top 4");
+    for (int bit = 0; bit < 64; bit++) {
+        sl_claim_id_prefix(UINT64_C(1) << bit, b);
+        cr_assert_str_neq(b, "AAAAAAAAAAA", "bit %d lost", bit);
+    }
+}
