@@ -2,18 +2,19 @@
  *
  * Slots are spaced by the Redis schedule, but when this process stalled (a
  * busy CPU, a slow reply) several slots are already past, and the late jobs
- * must not leave in a burst. The rules look at this process's own recent
- * departures and their slots, so they hold for one process alone (slots
- * one interval apart) and for each process of a fleet (its own slots a few
- * intervals apart, the others' in between), and they leave room for timer
- * lateness, so they never slow a process that keeps its schedule:
- *   - window: 11 departures span at least 10/11 of their slots' span (so at
- *     most 11 departures in any 10 intervals, catching up at most 10% fast);
- *   - gap: a departure follows the previous one by its slot gap less a
- *     fifth (at least 150 us of slack for timer lateness).
- * Pure: times are passed in, in microseconds. Only differences of slots
- * are used, so slots may be on another clock than departures (Redis's:
- * their spacing is exact there). */
+ * must not leave in a burst. Two rules look at this process's own recent
+ * departures and leave room for timer lateness, so they never slow a
+ * process that keeps its schedule:
+ *   - window: at most 11 departures in any 10 intervals (catching up at
+ *     most 10% faster than the rate);
+ *   - gap: a departure follows the previous one by at least four fifths of
+ *     an interval (with at least 150 us of slack for timer lateness).
+ * They hold for one process. In a fleet each process paces only its own
+ * departures, so a stalled member catching up can still crowd the merged
+ * stream (measured in bench/RESULTS.md): pacing by a member's own slots
+ * instead was tried and throttled a process that fell behind at full speed,
+ * where each claim restarts the schedule at Redis's now.
+ * Pure: times are passed in, microseconds on one clock. */
 #ifndef SLUICE_PACING_H
 #define SLUICE_PACING_H
 
@@ -23,17 +24,16 @@
 
 typedef struct sl_pace {
     int64_t departed[SL_PACE_JOBS]; /* a ring of the last departures */
-    int64_t slot[SL_PACE_JOBS];     /* and their slots */
     int next;  /* the oldest entry, overwritten next */
     int count; /* entries filled, up to SL_PACE_JOBS */
 } sl_pace;
 
-/* The earliest departure time of a job with slot slot_us, given the
- * departures noted so far (the job still never leaves before its slot: the
- * caller's rule). A zeroed sl_pace is empty. */
-int64_t sl_pace_allows_at(const sl_pace *p, int64_t slot_us);
+/* The earliest departure time of the next job of a tenant whose slots are
+ * interval_us apart, given the departures noted so far (a job still never
+ * leaves before its slot: the caller's rule). A zeroed sl_pace is empty. */
+int64_t sl_pace_allows_at(const sl_pace *p, int64_t interval_us);
 
-/* Records that a job with slot slot_us left at departed_us. */
-void sl_pace_note(sl_pace *p, int64_t slot_us, int64_t departed_us);
+/* Records a departure at departed_us. */
+void sl_pace_note(sl_pace *p, int64_t departed_us);
 
 #endif

@@ -293,19 +293,19 @@ static void send_job(tenant *t, job *j)
 static bool head_may_leave(const tenant *t, int64_t now)
 {
     return t->head->send_at_us <= now + SEND_EARLY_US &&
-           sl_pace_allows_at(&t->pace, t->head->slot_us) <= now;
+           sl_pace_allows_at(&t->pace, t->interval_us) <= now;
 }
 
 static int64_t head_departure(const tenant *t)
 {
-    int64_t pace = sl_pace_allows_at(&t->pace, t->head->slot_us);
+    int64_t pace = sl_pace_allows_at(&t->pace, t->interval_us);
     return t->head->send_at_us > pace ? t->head->send_at_us : pace;
 }
 
 static void note_departure(tenant *t, const job *j, int64_t now)
 {
     sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, now - j->send_at_us);
-    sl_pace_note(&t->pace, j->slot_us, now);
+    sl_pace_note(&t->pace, now);
 }
 
 /* One line per departure: tenant, claim id, slot and departure on Redis's
@@ -369,7 +369,6 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     j->id = id;
     j->lease = c->lease;
     j->attempts = c->attempts;
-    j->slot_us = c->slot_us;
     j->send_at_us = c->slot_us - t->worker->clock_offset_us;
     j->element = element;
     j->element_len = c->job_len;
@@ -549,6 +548,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .idempotency_header = config->idempotency_header,
     };
     t->ack_delay_us = ack_delay_us(config->rate_milli);
+    t->interval_us = SL_JOB / config->rate_milli;
     return true;
 }
 

@@ -36,7 +36,6 @@ typedef struct job {
     char *id;         /* the claim id (key of the jobs hash); owned */
     int64_t lease;
     int64_t attempts; /* made before this one */
-    int64_t slot_us;    /* the slot on Redis's clock: exact spacing */
     int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
     char *element;      /* the job as pushed, parsed only when it is sent so
                            that a claimed batch never stalls the loop; owned */
@@ -59,6 +58,7 @@ typedef struct tenant {
     job *head, *tail;  /* claimed, waiting for their slot (slot order) */
     size_t waiting;
     sl_pace pace;         /* how fast late jobs may catch up (pacing.h) */
+    int64_t interval_us;  /* 1/rate, rounded down */
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
