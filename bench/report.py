@@ -1,0 +1,464 @@
+"""report.py - turns the benchmark results into the printed table,
+RESULTS.md and the PNG plots (gnuplot). Python standard library only."""
+
+import json
+import os
+import shutil
+import subprocess
+
+MIB = 1024.0
+
+
+def f(x, fmt="%.0f", none="-"):
+    return none if x is None else fmt % x
+
+
+def pct(x, digits=3):
+    return "-" if x is None else ("%+." + str(digits) + "f%%") % (100 * x)
+
+
+def probe_us(v, wakeups):
+    """A lateness of the stall probe: it records only those above 300 us."""
+    if not wakeups:
+        return "-"
+    return "< 300" if v is None else "%.0f" % v
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def targets(res):
+    """(target, figure, met) for every target the issue names; met is
+    None where the scenario did not run."""
+    out = []
+    tp = res.get("throughput")
+    ceil = res.get("ceiling")
+    if tp:
+        one = tp["one"]
+        out.append(("throughput >= 25,000 jobs/s end to end (1 tenant)",
+                    "%s jobs/s" % f(one["rate_steady"]), (one["rate_steady"] or 0) >= 25000))
+        many = tp["many"]
+        out.append(("(same, 100 tenants)", "%s jobs/s" % f(many["rate_steady"]),
+                    (many["rate_steady"] or 0) >= 25000))
+        if ceil and ceil["rps"]:
+            frac = (one["rate_steady"] or 0) / ceil["rps"]
+            out.append((">= 0.6 of the wrk ceiling", "%.2f (%s / %s)" % (frac, f(one["rate_steady"]),
+                                                                          f(ceil["rps"])), frac >= 0.6))
+        out.append(("<= 0.2 Redis commands (round trips) per delivered job at backlog",
+                    "%.4f round trips (%.2f commands with the scripts' inner calls)"
+                    % (one["round_trips_per_job"], one["commands_per_job"]),
+                    one["round_trips_per_job"] <= 0.2))
+        out.append(("(same, 100 tenants)",
+                    "%.4f round trips (%.2f commands)"
+                    % (many["round_trips_per_job"], many["commands_per_job"]),
+                    many["round_trips_per_job"] <= 0.2))
+    sh = res.get("shaping")
+    if sh:
+        runs = sh["runs"]
+        shaped = [x for x in runs if x["rate"] in (100, 1000)]
+        if shaped:
+            out.append(("(same, a backlog shaped to 100/s and 1,000/s)",
+                        " and ".join("%.2f at %d/s" % (x["round_trips_per_job"], x["rate"])
+                                     for x in shaped),
+                        all(x["round_trips_per_job"] <= 0.2 for x in shaped)))
+        worst = max(runs, key=lambda r: abs(r["daemon"]["error"] or 0))
+        out.append(("shaping rate error < 0.5% at 1/s..20,000/s (daemon trace)",
+                    "worst %s at %d/s" % (pct(worst["daemon"]["error"]), worst["rate"]),
+                    all(r["daemon"]["error"] is not None and abs(r["daemon"]["error"]) < 0.005
+                        for r in runs)))
+        worst_e = max(runs, key=lambda r: abs(r["endpoint"]["error"] or 0))
+        out.append(("(same, measured at the endpoint)",
+                    "worst %s at %d/s" % (pct(worst_e["endpoint"]["error"]), worst_e["rate"]),
+                    all(r["endpoint"]["error"] is not None and abs(r["endpoint"]["error"]) < 0.005
+                        for r in runs)))
+        low = [r for r in runs if r["rate"] <= 1000]
+        if low:
+            w = max(low, key=lambda r: r["daemon"]["jitter_p99_us"] or 0)
+            out.append(("p99 gap jitter < 0.5 ms up to 1,000/s (daemon trace)",
+                        "worst %s us at %d/s" % (f(w["daemon"]["jitter_p99_us"]), w["rate"]),
+                        all((r["daemon"]["jitter_p99_us"] or 1e9) < 500 for r in low)))
+            w = max(low, key=lambda r: r["endpoint"]["jitter_p99_us"] or 0)
+            out.append(("(same, measured at the endpoint)",
+                        "worst %s us at %d/s" % (f(w["endpoint"]["jitter_p99_us"]), w["rate"]),
+                        all((r["endpoint"]["jitter_p99_us"] or 1e9) < 500 for r in low)))
+        series = [("%d/s" % r["rate"], r["daemon"]["max_in_10"]) for r in runs]
+        if sh.get("bursty"):
+            series.append(("bursty", sh["bursty"]["daemon"]["max_in_10"]))
+        fl = res.get("fleet")
+        if fl:
+            series += [("fleet x%d" % r["processes"], r["daemon"]["max_in_10"]) for r in fl["shaped"]]
+        worst = max(series, key=lambda s: s[1])
+        out.append(("never more than 11 departures in 10 intervals (daemon trace)",
+                    "most %d (%s)" % (worst[1], worst[0]), worst[1] <= 11))
+    fl = res.get("fleet")
+    if fl:
+        four = [r for r in fl["shaped"] if r["processes"] == 4]
+        if four:
+            e = four[0]["daemon"]["error"]
+            out.append(("fleet rate error < 1% with 4 processes", pct(e),
+                        e is not None and abs(e) < 0.01))
+    tn = res.get("tenants")
+    if tn:
+        n = tn["notify"]
+        k = n["tenants"]
+        out.append(("%d idle tenants: < 2%% CPU for sluice" % k, "%.2f%%" % n["sluice_cpu_pct"],
+                    n["sluice_cpu_pct"] < 2))
+        out.append(("%d idle tenants: < 500 Redis commands/s (round trips)" % k,
+                    "%.0f/s (%.0f/s with the scripts' inner calls)"
+                    % (n["round_trips_per_s"], n["commands_per_s"]), n["round_trips_per_s"] < 500))
+        out.append(("pickup p50 < 5 ms", "%s ms" % f(n["pickup_p50_ms"], "%.2f"),
+                    n["pickup_p50_ms"] is not None and n["pickup_p50_ms"] < 5))
+        out.append(("pickup p99 < 50 ms", "%s ms" % f(n["pickup_p99_ms"], "%.2f"),
+                    n["pickup_p99_ms"] is not None and n["pickup_p99_ms"] < 50))
+        out.append(("sluice RSS < 64 MiB at %d tenants" % k, "%.1f MiB" % (n["rss_kib"] / MIB),
+                    n["rss_kib"] < 64 * 1024))
+    mem = res.get("memory")
+    if mem:
+        out.append(("claimed-job overhead in Redis < 200 bytes beyond the payload",
+                    "%.0f bytes" % mem["claimed_overhead"], mem["claimed_overhead"] < 200))
+    return out
+
+
+def gnuplot(script, notes):
+    if not shutil.which("gnuplot"):
+        notes.append("gnuplot is missing: no plots")
+        return
+    out = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        notes.append("gnuplot failed: %s" % out.stderr.strip()[:300])
+
+
+def plots(res, out, workdir, notes):
+    made = []
+    sh = res.get("shaping")
+    if sh and sh.get("bursty"):
+        b = sh["bursty"]
+        png = os.path.join(out, "shaping-bursty.png")
+        gnuplot("""
+set terminal pngcairo size 1100,760 font ",10"
+set output '%s'
+set multiplot layout 2,1 title "Bursty input into one tenant shaped to %d jobs/s: %d jobs in one LPUSH every %g s"
+set grid
+set key top right
+set xlabel "time since the first burst (s)"
+set ylabel "output, jobs/s per 100 ms bin"
+set yrange [0:%d]
+set y2label "input, jobs/s per 100 ms bin"
+set y2range [0:%d]
+set y2tics
+set ytics nomirror
+plot '%s' using 1:2 axes x1y2 with impulses lw 4 lc rgb "#bbbbbb" title "input (right axis)", \\
+     '' using 1:3 with steps lw 2 lc rgb "#1f77b4" title "output: departures (--trace-departures)", \\
+     '' using 1:4 with steps lw 1 dt 2 lc rgb "#d62728" title "output: arrivals at the endpoint", \\
+     %d with lines lc rgb "#2ca02c" dt 3 title "the tenant's rate"
+unset y2tics
+unset y2label
+set ytics mirror
+set ylabel "jobs so far"
+set yrange [0:*]
+set key top left
+plot '%s' using 1:5 with steps lw 2 lc rgb "#999999" title "pushed", \\
+     '' using 1:6 with steps lw 2 lc rgb "#1f77b4" title "departed", \\
+     '' using 1:7 with steps lw 1 dt 2 lc rgb "#d62728" title "arrived at the endpoint"
+unset multiplot
+""" % (png, b["rate"], b["burst"], b["every_s"], b["rate"] * 2, b["burst"] * 10 * 1.1,
+       b["data"], b["rate"], b["data"]), notes)
+        made.append(png)
+    if sh and sh.get("runs"):
+        data = os.path.join(workdir, "jitter.dat")
+        with open(data, "w") as fh:
+            fh.write("# rate d_p50 d_p99 d_max e_p50 e_p99 e_max (us)\n")
+            for r in sh["runs"]:
+                d, e = r["daemon"], r["endpoint"]
+                vals = [d["jitter_p50_us"], d["jitter_p99_us"], d["jitter_max_us"],
+                        e["jitter_p50_us"], e["jitter_p99_us"], e["jitter_max_us"]]
+                fh.write("%d %s\n" % (r["rate"], " ".join("%g" % max(0.5, v or 0) for v in vals)))
+        png = os.path.join(out, "shaping-jitter.png")
+        gnuplot("""
+set terminal pngcairo size 1000,560 font ",10"
+set output '%s'
+set title "Gap jitter |gap - 1/rate| by rate (one tenant, from a backlog)"
+set xlabel "rate (jobs/s)"
+set ylabel "jitter (us)"
+set logscale xy
+set xrange [0.7:30000]
+set yrange [5:300000]
+set grid
+set key top left
+plot '%s' using 1:2 with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "p50, departures (trace)", \\
+     '' using 1:3 with linespoints lw 2 pt 5 lc rgb "#ff7f0e" title "p99, departures (trace)", \\
+     '' using 1:4 with linespoints lw 2 pt 9 lc rgb "#d62728" title "max, departures (trace)", \\
+     '' using 1:5 with linespoints dt 2 pt 6 lc rgb "#1f77b4" title "p50, endpoint arrivals", \\
+     '' using 1:6 with linespoints dt 2 pt 4 lc rgb "#ff7f0e" title "p99, endpoint arrivals", \\
+     '' using 1:7 with linespoints dt 2 pt 8 lc rgb "#d62728" title "max, endpoint arrivals", \\
+     500 with lines lc rgb "#2ca02c" dt 3 title "target for p99 up to 1,000/s (0.5 ms)", \\
+     1e6/x with lines lc rgb "#888888" dt 4 title "one interval, 1/rate"
+""" % (png, data), notes)
+        made.append(png)
+    tp = res.get("throughput")
+    if tp:
+        data = os.path.join(workdir, "throughput.dat")
+        rows = [("sluice, 1 tenant", tp["one"]["rate_steady"]),
+                ("sluice, 100 tenants", tp["many"]["rate_steady"])]
+        fl = res.get("fleet")
+        if fl:
+            rows += [("fleet of %d, 1 tenant" % r["processes"], r["rate_steady"]) for r in fl["fast"]]
+        if res.get("ceiling"):
+            rows.append(("wrk -c50 (ceiling)", res["ceiling"]["rps"]))
+        with open(data, "w") as fh:
+            for i, (label, v) in enumerate(rows):
+                fh.write('%d "%s" %g\n' % (i, label, v or 0))
+        wrk = res["ceiling"]["rps"] if res.get("ceiling") and res["ceiling"]["rps"] else None
+        extra = (', \\\n     %g with lines lc rgb "#ff7f0e" dt 2 title "0.6 of the wrk ceiling"'
+                 % (0.6 * wrk)) if wrk else ""
+        png = os.path.join(out, "throughput.png")
+        gnuplot("""
+set terminal pngcairo size 1000,520 font ",10"
+set output '%s'
+set title "Delivered jobs/s to a local HTTP endpoint (2 vCPUs shared by sluice, Redis, the endpoint)"
+set key outside bottom center horizontal
+set ylabel "jobs/s"
+set style fill solid 0.7
+set boxwidth 0.6
+set yrange [0:*]
+set grid ytics
+set xtics rotate by -20
+plot '%s' using 1:3:xtic(2) with boxes lc rgb "#1f77b4" notitle, \\
+     '' using 1:3:(sprintf("%%.0f", $3)) with labels offset 0,1 notitle, \\
+     25000 with lines lc rgb "#2ca02c" dt 3 title "target 25,000/s"%s
+""" % (png, data, extra), notes)
+        made.append(png)
+    return made
+
+
+def sections(res, facts, command):
+    md = []
+    tp = res.get("throughput")
+    if tp:
+        rows = []
+        for r in tp["sweep"] + [tp["one"], tp["many"]]:
+            rows.append([r["label"], r["jobs"], r["config"]["concurrency"], f(r["rate_steady"]),
+                         f(r["rate_e2e"]), f(r["sluice_cpu_per_1k"], "%.3f"),
+                         f(r["thread_cpu_pct"], "%.0f%%"),
+                         f(r["redis_cpu_per_1k"], "%.3f"), f(r["sink_cpu_per_1k"], "%.3f"),
+                         f(r["round_trips_per_job"], "%.4f"), f(r["commands_per_job"], "%.2f"),
+                         "%.1f" % (r["sluice_rss_kib"] / MIB),
+                         "yes" if r["complete"] else "NO"])
+        md.append("## 1. Throughput\n\nA backlog queued before the daemon starts; rate %s/s "
+                  "(the config's maximum), capacity 9,000,000, 2 workers. *jobs/s* is measured at "
+                  "the endpoint from the first to the last arrival; *incl. start* from the moment "
+                  "`sluice run` is started. CPU is utime+stime (sluice, the sink: /proc; Redis: "
+                  "INFO cpu). *Round trips* are the commands sluice sends (EVALSHA of claim and "
+                  "ack, its TIME clock probes, ...); *commands* add what the scripts call inside "
+                  "(Redis counts those in INFO commandstats too). *Busiest sluice thread*: the "
+                  "CPU of its busiest thread as %% of one core over the run (one tenant is "
+                  "served by one worker thread). The concurrency of the 1-tenant "
+                  "run is the best of the sweep; the 100 tenants have concurrency 4 each "
+                  "(400 connections in all).\n" % format(1000000, ","))
+        md.append(table(["run", "jobs", "concurrency", "jobs/s", "jobs/s incl. start",
+                         "sluice CPU s/1k", "busiest sluice thread", "Redis CPU s/1k",
+                         "sink CPU s/1k", "round trips/job",
+                         "commands/job", "sluice peak RSS MiB", "all delivered"], rows))
+    c = res.get("ceiling")
+    if c:
+        one = tp["one"]["rate_steady"] if tp else None
+        md.append("## 2. The ceiling: wrk against the same endpoint\n\n`%s` (POST of the same "
+                  "body with an Idempotency-Key, keep-alive): **%s requests/s**; the sink spent "
+                  "%s CPU s per 1,000 requests. wrk's own threads share the same 2 vCPUs, as "
+                  "sluice and Redis do in the throughput runs. sluice (1 tenant) delivers %s of it."
+                  % (c["command"], f(c["rps"]), f(c["sink_cpu_per_1k"], "%.3f"),
+                     "%.2f" % (one / c["rps"]) if one and c["rps"] else "-"))
+    sh = res.get("shaping")
+    if sh:
+        rows = []
+        for r in sh["runs"]:
+            d, e = r["daemon"], r["endpoint"]
+            rows.append(["%s/s" % format(r["rate"], ","), "%d s" % r["seconds"], r["jobs"],
+                         pct(d["error"]), pct(e["error"]),
+                         "%s / %s / %s" % (f(d["jitter_p50_us"]), f(d["jitter_p99_us"]),
+                                           f(d["jitter_max_us"])),
+                         "%s / %s / %s" % (f(e["jitter_p50_us"]), f(e["jitter_p99_us"]),
+                                           f(e["jitter_max_us"])),
+                         "%d / %d" % (d["max_in_10"], e["max_in_10"]),
+                         "%s / %s" % (f(d["min_gap"], "%.2f"), f(e["min_gap"], "%.2f")),
+                         "%s / %s" % (f(r["late_p99_us"]), f(r["late_max_us"])),
+                         "%d (%d)" % (r.get("late_over_500us", 0), r.get("late_in_stall", 0)),
+                         "%s / %s" % (probe_us(r.get("probe_p99_us"), r.get("probe_wakeups")),
+                                      probe_us(r.get("probe_p999_us"), r.get("probe_wakeups"))),
+                         f(r["round_trips_per_job"], "%.2f"),
+                         "%s / %s" % (f(r["sluice_cpu_pct"], "%.0f%%"),
+                                      f(r["thread_cpu_pct"], "%.0f%%")),
+                         "yes" if r["complete"] else "NO"])
+        md.append("## 3. Shaping accuracy\n\nOne tenant, its backlog queued before the daemon "
+                  "starts, concurrency 256 (never the bound here), keyspace notifications off. *Daemon* figures come from "
+                  "`--trace-departures` (the departure time on this host's clock, column 5), "
+                  "*endpoint* figures from the sink's arrival timestamps (same clock; they add "
+                  "curl, the loopback and the sink's event loop). Rate error: (n-1)/(last-first) "
+                  "against the rate. Jitter: |gap - 1/rate| between consecutive departures "
+                  "(us, p50 / p99 / max). Most in 10 intervals: the most departures in any "
+                  "half-open window of 10/rate. Least gap: the shortest gap as a fraction of "
+                  "1/rate. Late: departure minus slot, both on Redis's clock (us, p99 / max). "
+                  "With fewer than 100 gaps (1/s and 10/s runs: 30 and 200) the p99 is the "
+                  "largest or second largest gap: one late wake-up decides it. CPU: % of one core, "
+                  "from the daemon's start to the last arrival; a tenant is served by one "
+                  "worker thread, so the busiest thread is the one that matters. *Machine stall*: "
+                  "while the shaping runs, an independent process (bench/stall_probe.py) sleeps "
+                  "1 ms at a time and records every wake-up more than 0.3 ms late; a late "
+                  "departure whose lateness overlaps such a stall was held up by the machine "
+                  "(hypervisor, other processes), not by sluice alone; the probe's own wake-up "
+                  "lateness during each run (p99 / p99.9) is the floor this machine gives any "
+                  "sleeping thread at that moment. A stall of one vCPU that the probe, "
+                  "on the other, does not share is not counted, so the attribution is a lower "
+                  "bound. *Round trips/job*: the "
+                  "commands sluice sent (claims, acks, clock probes) per departure.\n")
+        md.append(table(["rate", "for", "jobs", "rate error (daemon)", "rate error (endpoint)",
+                         "jitter us daemon p50/p99/max", "jitter us endpoint p50/p99/max",
+                         "most in 10 intervals daemon/endpoint", "least gap daemon/endpoint",
+                         "late us p99/max", "late > 0.5 ms (of which in a machine stall)",
+                         "probe wake-up lateness us p99/p99.9",
+                         "round trips/job", "sluice CPU process / busiest thread",
+                         "all delivered"], rows))
+        b = sh.get("bursty")
+        if b:
+            md.append("### Bursty input\n\n%d bursts of %d jobs, one every %g s (each one LPUSH, "
+                      "so one instant), into a tenant shaped to %d/s, keyspace notifications **on**. "
+                      "![bursty input](shaping-bursty.png)\n\nDeparture rate error %s (daemon), %s "
+                      "(endpoint); jitter p50/p99/max %s / %s / %s us (daemon); most in 10 "
+                      "intervals %d (daemon) / %d (endpoint); busiest 100 ms bin %d/s (daemon), "
+                      "%d/s (endpoint). First departure after each burst's LPUSH (ms): %s."
+                      % (b["bursts"], b["burst"], b["every_s"], b["rate"], pct(b["daemon"]["error"]),
+                         pct(b["endpoint"]["error"]), f(b["daemon"]["jitter_p50_us"]),
+                         f(b["daemon"]["jitter_p99_us"]), f(b["daemon"]["jitter_max_us"]),
+                         b["daemon"]["max_in_10"], b["endpoint"]["max_in_10"],
+                         b["peak_bin_daemon_per_s"], b["peak_bin_endpoint_per_s"],
+                         ", ".join("%.1f" % x for x in b["first_departure_ms"])))
+            md.append("Note: the rate error and jitter of the bursty run include the idle "
+                      "gaps between bursts, so they are not shaping errors; the bursts and the "
+                      "most-in-10-intervals figure are what this run is for.")
+        md.append("![gap jitter](shaping-jitter.png)")
+        pr = sh.get("probe")
+        if pr:
+            md.append("The stall probe made %s wake-ups during the shaping runs: %d were more "
+                      "than 0.5 ms late, %d more than 2 ms, the worst %.1f ms late."
+                      % (format(pr["wakeups"], ","), pr["over_500us"], pr["over_2ms"],
+                         pr["max_us"] / 1000))
+    fl = res.get("fleet")
+    if fl:
+        rows = []
+        for r, t in zip(fl["shaped"], fl["fast"]):
+            d, e = r["daemon"], r["endpoint"]
+            rows.append([r["processes"], pct(d["error"]), pct(e["error"]),
+                         "%s / %s / %s" % (f(d["jitter_p50_us"]), f(d["jitter_p99_us"]),
+                                           f(d["jitter_max_us"])),
+                         "%d / %d" % (d["max_in_10"], e["max_in_10"]),
+                         " + ".join(str(s) for s in r["shares"]), f(t["rate_steady"]),
+                         f(t["sluice_cpu_per_1k"], "%.3f"), f(t["round_trips_per_job"], "%.4f"),
+                         "yes" if r["complete"] and t["complete"] else "NO"])
+        md.append("## 4. Fleet: several daemons on one tenant\n\nEach process has 1 worker and "
+                  "its own trace; the traces are merged. Shaped: 1,000/s for %d jobs. "
+                  "Throughput: rate far above, %d jobs, concurrency %s per process. Keyspace "
+                  "notifications off.\n"
+                  % (fl["shaped"][0]["jobs"], fl["fast"][0]["jobs"],
+                     fl["fast"][0]["config"]["concurrency"]))
+        md.append(table(["processes", "rate error (daemon)", "rate error (endpoint)",
+                         "jitter us daemon p50/p99/max", "most in 10 intervals daemon/endpoint",
+                         "departures per process", "throughput jobs/s", "sluice CPU s/1k",
+                         "round trips/job", "all delivered"], rows))
+    tn = res.get("tenants")
+    if tn:
+        rows = []
+        for key, label in (("notify", "on"), ("polling", "off")):
+            r = tn[key]
+            rows.append([label, r["tenants"], "%.0f s after start, %.0f s" % (r["warm_s"], r["window_s"]),
+                         "%.2f%%" % r["sluice_cpu_pct"], "%.2f%%" % r["redis_cpu_pct"],
+                         "%.0f" % r["round_trips_per_s"], "%.0f" % r["commands_per_s"],
+                         "%.1f" % (r["rss_kib"] / MIB),
+                         "%s / %s / %s" % (f(r["pickup_p50_ms"], "%.2f"), f(r["pickup_p99_ms"], "%.2f"),
+                                           f(r["pickup_max_ms"], "%.2f")),
+                         "%d/%d" % (r["picked"], r["pickups"])])
+        md.append("## 5. Many tenants\n\nTenants listed in the config (rate 10/s, concurrency "
+                  "4 each), all idle, 2 workers. CPU as % of one core. Idle polling backs off "
+                  "from 10 ms to 1 s (notifications off) or 30 s (on), so the window starts "
+                  "once that has settled. Then one job at a time is LPUSHed to an idle tenant "
+                  "(a different one each time, 50-100 ms apart): pickup = arrival at the "
+                  "endpoint minus the moment the bench sent the LPUSH (same clock).\n")
+        md.append(table(["keyspace notifications", "tenants", "window", "sluice CPU",
+                         "Redis CPU", "round trips/s", "commands/s (with scripts' inner calls)",
+                         "sluice RSS MiB", "pickup ms p50/p99/max", "picked up"], rows))
+    mem = res.get("memory")
+    if mem:
+        n_rss = tn["notify"]["rss_kib"] / MIB if tn else None
+        md.append("## 6. Memory\n\n" + table(["what", "figure"], [
+            ["sluice RSS, %s idle tenants" % (format(tn["notify"]["tenants"], ",") if tn else "-"),
+             "%s MiB" % f(n_rss, "%.1f")],
+            ["sluice RSS, %s queued, %d claimed (%d requests held by a slow endpoint)"
+             % (format(mem["queued"], ","), mem["claimed"], mem["held"]),
+             "%.1f MiB" % (mem["rss_slow_kib"] / MIB)],
+            ["sluice RSS, draining that backlog at full speed (max of 100 ms samples)",
+             "%.1f MiB (VmHWM %.1f MiB; %s jobs drained)" % (mem["rss_drain_max_kib"] / MIB,
+                                                             mem["hwm_drain_kib"] / MIB,
+                                                             format(mem["drained"], ","))],
+            ["job payload (the list element)", "%.1f bytes" % mem["payload"]],
+            ["Redis bytes per queued job (used_memory delta / jobs)", "%.1f" % mem["per_queued"]],
+            ["  the same by MEMORY USAGE of the list", "%.1f" % (mem["queue_memory_usage"] / mem["queued"])],
+            ["Redis bytes per claimed job (MEMORY USAGE of jobs + inflight / claimed)",
+             "%.1f (%d claimed)" % (mem["per_claimed_keys"], mem["claimed"])],
+            ["claimed-job overhead beyond the payload", "%.1f bytes" % mem["claimed_overhead"]],
+        ]))
+    noise = res.get("noise")
+    if noise:
+        rows = [[k, "%.0f s" % v["wall_s"], "%.1f%%" % v["ours_pct"], "%.1f%%" % v["foreign_pct"],
+                 "%.1f%%" % v["steal_pct"]] for k, v in noise.items()]
+        md.append("## Noise\n\nCPU of the whole machine during each scenario, as %% of all "
+                  "%s vCPUs: what the bench's own processes used, what other processes used "
+                  "(foreign), and what the hypervisor stole.\n\n" % facts.get("nproc", "?") +
+                  table(["scenario", "wall", "bench processes", "foreign", "steal"], rows))
+    return md
+
+
+def write(res, facts, command, out, workdir):
+    notes = list(res.get("notes", []))
+    made = plots(res, out, workdir, notes)
+    tg = targets(res)
+    summary = table(["target", "measured", "met"],
+                    [[t, m, "yes" if ok else "**NO**"] for t, m, ok in tg])
+    md = ["# sluice benchmarks\n",
+          ("**Partial run** (--quick, --only, or stopped early): not the figures of record.\n"
+           if facts.get("partial") else ""),
+          "Command: `%s` (from the top of the checkout; it installs what is missing, builds "
+          "`build-release/` with `meson setup build-release --buildtype=release`, and runs "
+          "`bench/bench.py`). Date: %s. Duration: %s.\n" % (command, facts["date"], facts["duration"]),
+          "## Machine\n\n" + table(["", ""], [[k, facts[k]] for k in
+                                              ("nproc", "cpu", "memory", "kernel", "os", "redis",
+                                               "libcurl", "libevent", "hiredis", "wrk", "cc",
+                                               "sluice", "commit", "buildtype")]),
+          "Every server is private to the run, on 127.0.0.1: a `redis-server` (`--save '' "
+          "--appendonly no`), started fresh per scenario, with `notify-keyspace-events Kl` "
+          "only for the bursty-input run and the first many-tenants run (said where it "
+          "applies), and `sluice-sink` (tests/sink) as the HTTP endpoint, which logs one line "
+          "per request. sluice, Redis, the sink (and wrk) share the machine's vCPUs.\n",
+          "## Targets\n\n" + summary]
+    md += sections(res, facts, command)
+    if notes:
+        md.append("## Notes\n\n" + "\n".join("- " + n for n in notes))
+    text = "\n\n".join(s.strip() for s in md if s.strip()) + "\n"
+    with open(os.path.join(out, "results.json"), "w") as fh:
+        json.dump({"facts": facts, "command": command, "results": res,
+                   "targets": [{"target": t, "measured": m, "met": ok} for t, m, ok in tg]},
+                  fh, indent=1, default=str)
+    path = os.path.join(out, "RESULTS.md")
+    with open(path, "w") as fh:
+        fh.write(text)
+    print()
+    print("=" * 78)
+    print(summary)
+    print()
+    for s in sections(res, facts, command):
+        print(s)
+        print()
+    if notes:
+        print("notes: " + "; ".join(notes))
+    print("bench: wrote %s%s" % (path, "".join(", " + p for p in made)))

@@ -1,0 +1,150 @@
+"""stats.py - the number crunching of the benchmarks, as pure functions of
+their inputs (times in integer microseconds). Python standard library only."""
+
+import bisect
+
+
+def percentile(values, p):
+    """The p-th percentile (0..100) by the nearest-rank method; None if empty."""
+    if not values:
+        return None
+    s = sorted(values)
+    k = max(0, min(len(s) - 1, -(-len(s) * p // 100) - 1))
+    return s[int(k)]
+
+
+def gaps(times):
+    s = sorted(times)
+    return [b - a for a, b in zip(s, s[1:])]
+
+
+def rate_per_s(times):
+    """Departures per second between the first and the last: (n-1)/span."""
+    if len(times) < 2:
+        return None
+    span = max(times) - min(times)
+    return (len(times) - 1) * 1e6 / span if span > 0 else None
+
+
+def rate_error(times, rate):
+    """Signed relative error of the measured rate against `rate`."""
+    r = rate_per_s(times)
+    return None if r is None else r / rate - 1.0
+
+
+def gap_jitter(times, rate):
+    """|gap - 1/rate| of consecutive departures, in us: (p50, p99, max)."""
+    interval = 1e6 / rate
+    j = [abs(g - interval) for g in gaps(times)]
+    if not j:
+        return (None, None, None)
+    return (percentile(j, 50), percentile(j, 99), max(j))
+
+
+def min_gap_ratio(times, rate):
+    """The shortest gap as a fraction of the interval 1/rate."""
+    g = gaps(times)
+    return min(g) * rate / 1e6 if g else None
+
+
+def most_in_window(times, window_us):
+    """The most departures in any half-open window [t, t + window_us)."""
+    s = sorted(times)
+    best, lo = 0, 0
+    for hi, t in enumerate(s):
+        while s[lo] <= t - window_us:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
+def bins(times, start_us, bin_us, count):
+    """How many of `times` fall in each of `count` bins from start_us."""
+    out = [0] * count
+    for t in times:
+        i = (t - start_us) // bin_us
+        if 0 <= i < count:
+            out[int(i)] += 1
+    return out
+
+
+def shaping_summary(times, rate):
+    """Everything the shaping table shows for one series of departures."""
+    p50, p99, mx = gap_jitter(times, rate)
+    return {
+        "n": len(times),
+        "rate": rate_per_s(times),
+        "error": rate_error(times, rate),
+        "jitter_p50_us": p50,
+        "jitter_p99_us": p99,
+        "jitter_max_us": mx,
+        "max_in_10": most_in_window(times, 10 * 1e6 / rate),
+        "min_gap": min_gap_ratio(times, rate),
+    }
+
+
+def command_counts(before, after):
+    """Calls per command between two INFO commandstats snapshots."""
+    return {k: after.get(k, 0) - before.get(k, 0)
+            for k in set(before) | set(after) if after.get(k, 0) != before.get(k, 0)}
+
+
+# Commands only a client sends (a script cannot call them). sluice's own
+# round trips are these; the bench's INFO/CONFIG and a producer's LPUSH or
+# MULTI/EXEC are not counted as sluice's.
+CLIENT_ONLY = {"evalsha", "eval", "evalsha_ro", "eval_ro", "fcall", "fcall_ro", "scan",
+               "ping", "auth", "select", "hello", "subscribe", "psubscribe", "unsubscribe",
+               "punsubscribe", "ssubscribe", "config|get", "client|setname", "client|id",
+               "client|info", "script|load", "script|exists"}
+BENCH = {"info"}  # the bench's own snapshots; it sends nothing else in a window
+
+
+def sluice_commands(delta):
+    """(round trips sluice sent, every command Redis ran for it, scripts'
+    inner calls included) from a commandstats delta of a window in which
+    only sluice (and the bench's INFO) talked to Redis. Every sluice script
+    calls TIME once, so TIME beyond the script calls was sent by a client
+    (sluice's clock probes)."""
+    scripts = sum(delta.get(k, 0) for k in ("evalsha", "eval", "evalsha_ro", "eval_ro"))
+    client = sum(v for k, v in delta.items() if k in CLIENT_ONLY)
+    client += max(0, delta.get("time", 0) - scripts)
+    everything = sum(v for k, v in delta.items() if k not in BENCH)
+    return client, everything
+
+
+def overlapping(windows, stalls):
+    """How many of the (start, end) windows overlap at least one of the
+    (start, end) stalls."""
+    stalls = sorted(stalls)
+    ends = []  # the latest stall end up to each stall start, for bisect
+    latest = None
+    for a, b in stalls:
+        latest = b if latest is None else max(latest, b)
+        ends.append(latest)
+    starts = [a for a, _ in stalls]
+    n = 0
+    for a, b in windows:
+        i = bisect.bisect_right(starts, b) - 1  # the last stall starting by b
+        if i >= 0 and ends[i] >= a:
+            n += 1
+    return n
+
+
+def probe_window(stalls, marks, start_us, end_us):
+    """The stall probe's wake-ups within [start_us, end_us]: (wake-ups,
+    p99 and p99.9 lateness in us, or None when below the probe's 300 us
+    threshold). stalls: (expected, actual) of late wake-ups; marks: (time,
+    wake-ups so far) checkpoints."""
+    before = [n for t, n in marks if t <= start_us]
+    after = [n for t, n in marks if t >= end_us]
+    inside = [n for t, n in marks if start_us <= t <= end_us]
+    n0 = max(before) if before else (min(inside) if inside else 0)
+    n1 = min(after) if after else (max(inside) if inside else n0)
+    wakeups = max(0, n1 - n0)
+    late = sorted((b - a for a, b in stalls if start_us <= a <= end_us), reverse=True)
+
+    def top(p):
+        k = -(-wakeups * (100 - p) // 100)  # rank from the top, rounded up
+        k = max(1, int(k))
+        return late[k - 1] if wakeups and k <= len(late) else None
+    return wakeups, top(99), top(99.9)

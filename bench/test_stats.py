@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Tests of bench/stats.py: python3 bench/test_stats.py"""
+
+import os
+import sys
+import unittest
+
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stats as S  # noqa: E402
+
+
+class Stats(unittest.TestCase):
+    def test_percentile_nearest_rank(self):
+        v = list(range(1, 101))
+        self.assertEqual(S.percentile(v, 50), 50)
+        self.assertEqual(S.percentile(v, 99), 99)
+        self.assertEqual(S.percentile(v, 100), 100)
+        self.assertEqual(S.percentile([7], 99), 7)
+        self.assertIsNone(S.percentile([], 50))
+        # 30 values: p99 is the largest
+        self.assertEqual(S.percentile(list(range(30)), 99), 29)
+
+    def test_exact_schedule(self):
+        times = [1000 * k for k in range(1001)]  # 1,000/s exactly
+        s = S.shaping_summary(times, 1000)
+        self.assertAlmostEqual(s["rate"], 1000.0)
+        self.assertAlmostEqual(s["error"], 0.0)
+        self.assertEqual(s["jitter_max_us"], 0)
+        self.assertEqual(s["max_in_10"], 10)  # [t, t + 10 intervals) holds 10
+        self.assertEqual(s["min_gap"], 1.0)
+
+    def test_slow_rate_error(self):
+        times = [1010 * k for k in range(101)]  # 1% slow
+        self.assertAlmostEqual(S.rate_error(times, 1000), 1000 / 1010 - 1)
+
+    def test_burst_counted(self):
+        times = [1000 * k for k in range(100)] + [50500, 50600, 50700]
+        self.assertEqual(S.most_in_window(times, 10000), 13)
+        p50, p99, mx = S.gap_jitter(sorted(times), 1000)
+        self.assertEqual(mx, 900)
+
+    def test_window_is_half_open(self):
+        self.assertEqual(S.most_in_window([0, 10, 20], 20), 2)
+        self.assertEqual(S.most_in_window([0, 10, 20], 21), 3)
+
+    def test_bins(self):
+        self.assertEqual(S.bins([0, 99, 100, 250, -1, 300], 0, 100, 3), [2, 1, 1])
+
+    def test_sluice_commands(self):
+        delta = {"evalsha": 10, "time": 13, "zadd": 500, "hset": 500, "info": 2, "scan": 1}
+        client, everything = S.sluice_commands(delta)
+        self.assertEqual(client, 10 + 3 + 1)  # scripts, clock probes, SCAN
+        self.assertEqual(everything, 10 + 13 + 500 + 500 + 1)  # not the bench's INFO
+
+    def test_overlapping(self):
+        stalls = [(100, 200), (1000, 5000), (6000, 6100)]
+        windows = [(50, 99), (50, 100), (150, 160), (4000, 9000), (5001, 5999), (7000, 8000)]
+        self.assertEqual(S.overlapping(windows, stalls), 3)
+        self.assertEqual(S.overlapping(windows, []), 0)
+
+    def test_probe_window(self):
+        marks = [(0, 0), (1000000, 1000), (2000000, 2000), (3000000, 3000)]
+        stalls = [(1000000 + 10 * i, 1000000 + 10 * i + 400 + i) for i in range(20)]
+        wakeups, p99, p999 = S.probe_window(stalls, marks, 1000000, 2000000)
+        self.assertEqual(wakeups, 1000)
+        self.assertEqual(p99, 400 + 10)  # the 10th latest of 1,000
+        self.assertEqual(p999, 400 + 19)  # the latest
+        self.assertEqual(S.probe_window([], marks, 0, 3000000), (3000, None, None))
+
+    def test_command_counts(self):
+        self.assertEqual(S.command_counts({"a": 1, "b": 2}, {"a": 4, "b": 2, "c": 1}),
+                         {"a": 3, "c": 1})
+
+
+if __name__ == "__main__":
+    unittest.main()
