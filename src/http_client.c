@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -43,6 +44,11 @@ struct sl_http_client {
     size_t in_flight;
     transfer *active; /* in flight, so that free can cancel them */
     transfer *free_list;
+    /* Sockets libcurl closed, closed by us one loop turn later (see
+     * on_close_timer). */
+    int *closing;
+    size_t closing_count, closing_cap;
+    struct event *close_timer;
 };
 
 static void link_active(sl_http_client *client, transfer *t)
@@ -181,6 +187,46 @@ static int socket_cb(CURL *easy, curl_socket_t s, int what, void *clientp, void 
     return 0;
 }
 
+/* Why closes wait: the worker's base batches epoll changes until its next
+ * wait (EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST, which saves most epoll_ctl
+ * calls). Were a socket closed now and a new one opened on the same number
+ * before that wait, "remove, add" would fold into no change while the
+ * kernel had dropped the closed socket, and the new one would never wake
+ * us. A timer that fires only after the next wait closes them instead. */
+static void close_deferred(sl_http_client *client)
+{
+    for (size_t i = 0; i < client->closing_count; i++)
+        close(client->closing[i]);
+    client->closing_count = 0;
+}
+
+static void on_close_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    close_deferred(arg);
+}
+
+/* libcurl: close socket fd (see close_deferred). */
+static int closesocket_cb(void *clientp, curl_socket_t fd)
+{
+    sl_http_client *client = clientp;
+    if (client->closing_count == client->closing_cap) {
+        size_t n = client->closing_cap ? 2 * client->closing_cap : 16;
+        int *bigger = realloc(client->closing, n * sizeof *bigger);
+        if (!bigger)
+            return close(fd); /* out of memory: the rare risk beats a leak */
+        client->closing = bigger;
+        client->closing_cap = n;
+    }
+    client->closing[client->closing_count++] = fd;
+    if (!evtimer_pending(client->close_timer, NULL)) {
+        struct timeval next_turn = {0, 0};
+        evtimer_add(client->close_timer, &next_turn);
+    }
+    return 0;
+}
+
 /* libcurl: call us back in timeout_ms (-1: never). Never act from here. */
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
 {
@@ -235,7 +281,8 @@ sl_http_client *sl_http_client_new(struct event_base *base, char *err, size_t er
     client->multi = curl_multi_init();
     client->timer = evtimer_new(base, on_timeout, client);
     client->drain_soon = event_new(base, -1, 0, on_drain_soon, client);
-    if (!client->multi || !client->timer || !client->drain_soon) {
+    client->close_timer = evtimer_new(base, on_close_timer, client);
+    if (!client->multi || !client->timer || !client->drain_soon || !client->close_timer) {
         snprintf(err, err_size, "http client: curl_multi_init or evtimer_new failed");
         sl_http_client_free(client);
         return NULL;
@@ -269,7 +316,11 @@ void sl_http_client_free(sl_http_client *client)
         free(t);
     }
     if (client->multi)
-        curl_multi_cleanup(client->multi);
+        curl_multi_cleanup(client->multi); /* closes idle connections */
+    close_deferred(client);
+    free(client->closing);
+    if (client->close_timer)
+        event_free(client->close_timer);
     if (client->timer)
         event_free(client->timer);
     if (client->drain_soon)
@@ -310,6 +361,8 @@ static transfer *take_transfer(sl_http_client *client)
     curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, closesocket_cb);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, client);
     return t;
 }
 

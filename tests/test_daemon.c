@@ -845,3 +845,26 @@ Test(daemon, each_method_on_a_reused_handle)
     }
     sink_requests_free(reqs, got);
 }
+
+/* An endpoint that closes every connection: each attempt opens a new one,
+ * often on the descriptor just closed. None may go unwatched (a request
+ * would then hang until its timeout): 20 jobs x 3 attempts end in well
+ * under one timeout. */
+Test(daemon, connections_closed_by_the_endpoint_are_replaced_at_once)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/close\", \"rate\": 1000, \"concurrency\": 4,"
+        " \"timeout_ms\": 4000, \"retry\": {\"max_attempts\": 3, \"base_ms\": 1, \"max_ms\": 2}}}",
+        sink.port);
+    push_jobs("acme", "c", 20);
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    daemon_process d = start_daemon(config);
+    bool all = wait_dead_letters("acme", 20, 10000);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_assert(all, "only %lld of 20 dead-lettered", redis_int("LLEN sluice:{%s}:dlq", "acme"));
+    double seconds = (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9;
+    cr_assert_lt(seconds, 3.5, "%.2f s: a request waited for its timeout", seconds);
+    cr_assert_eq(count_delivered(), 60, "3 attempts each");
+}
