@@ -41,7 +41,6 @@ struct sl_http_client {
     CURLM *multi;
     struct event *timer;
     struct event *drain_soon; /* reports completions found while sending */
-    size_t in_flight;
     transfer *active; /* in flight, so that free can cancel them */
     transfer *free_list;
     /* Sockets libcurl closed, closed by us one loop turn later (see
@@ -58,7 +57,6 @@ static void link_active(sl_http_client *client, transfer *t)
     if (client->active)
         client->active->prev_active = t;
     client->active = t;
-    client->in_flight++;
 }
 
 static void unlink_active(sl_http_client *client, transfer *t)
@@ -69,7 +67,6 @@ static void unlink_active(sl_http_client *client, transfer *t)
         client->active = t->next_active;
     if (t->next_active)
         t->next_active->prev_active = t->prev_active;
-    client->in_flight--;
 }
 
 static int64_t monotonic_us(void)
@@ -326,11 +323,6 @@ void sl_http_client_free(sl_http_client *client)
     if (client->drain_soon)
         event_free(client->drain_soon);
     free(client);
-}
-
-size_t sl_http_in_flight(const sl_http_client *client)
-{
-    return client->in_flight;
 }
 
 static transfer *take_transfer(sl_http_client *client)

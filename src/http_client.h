@@ -41,7 +41,5 @@ void sl_http_client_free(sl_http_client *client);
  * the event loop (never from inside this call). False if it cannot start. */
 bool sl_http_send(sl_http_client *client, const sl_http_request *request, sl_http_done_fn done,
                   void *arg);
-/* Requests started and not yet completed. */
-size_t sl_http_in_flight(const sl_http_client *client);
 
 #endif

@@ -56,8 +56,6 @@ static void job_free(job *j)
 {
     if (!j)
         return;
-    free(j->id);
-    free(j->element);
     sl_job_request_clear(&j->request);
     sl_request_headers_clear(&j->headers);
     free(j);
@@ -198,6 +196,15 @@ static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
 
 /* ---- delivery ---- */
 
+/* "HTTP 503", or the transport's error when there was no response. */
+static void describe_failure(const sl_http_result *result, char *out, size_t size)
+{
+    if (result->status)
+        snprintf(out, size, "HTTP %d", result->status);
+    else
+        snprintf(out, size, "%s", result->error ? result->error : "no response");
+}
+
 static void on_delivered(void *arg, const sl_http_result *result)
 {
     job *j = arg;
@@ -207,16 +214,14 @@ static void on_delivered(void *arg, const sl_http_result *result)
     sl_status_add(&t->metrics.responses, result->status);
     sl_histogram_observe(&t->metrics.latency, &sl_latency_bounds, result->elapsed_us);
 
-    char error[200];
-    if (result->status)
-        snprintf(error, sizeof error, "HTTP %d", result->status);
-    else
-        snprintf(error, sizeof error, "%s", result->error ? result->error : "no response");
     const sl_retry_config *retry = &t->config->retry;
     sl_outcome outcome = sl_outcome_decide(result->status, result->retry_after,
                                            (int)j->attempts + 1, (int)retry->max_attempts,
                                            retry->base_ms, retry->max_ms,
                                            sl_worker_now_us() / 1000, sl_random_u64(&w->rng));
+    char error[200] = ""; /* what went wrong, for the retry or dead letter */
+    if (outcome.kind != SL_OUTCOME_DELIVERED)
+        describe_failure(result, error, sizeof error);
     switch (outcome.kind) {
     case SL_OUTCOME_DELIVERED:
         sl_ack_done(&t->ack_filling, j->id, j->lease);
@@ -354,23 +359,18 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
 {
     sl_histogram_observe(&t->metrics.shaping_delay, &sl_shaping_delay_bounds,
                          c->slot_us - claim_now_us);
-    job *j = calloc(1, sizeof *j);
-    char *id = strndup(c->id, c->id_len);
-    char *element = malloc(c->job_len + 1);
-    if (!j || !id || !element) {
-        free(j);
-        free(id);
-        free(element);
+    /* One allocation: the job, then its id and element behind it. */
+    job *j = calloc(1, sizeof *j + c->id_len + 1 + c->job_len + 1);
+    if (!j)
         return; /* its lease expires and it is claimed again */
-    }
-    memcpy(element, c->job, c->job_len);
-    element[c->job_len] = '\0';
+    j->id = j->text;
+    memcpy(j->id, c->id, c->id_len);
+    j->element = j->text + c->id_len + 1;
+    memcpy(j->element, c->job, c->job_len);
     j->tenant = t;
-    j->id = id;
     j->lease = c->lease;
     j->attempts = c->attempts;
     j->send_at_us = c->slot_us - t->worker->clock_offset_us;
-    j->element = element;
     j->element_len = c->job_len;
     push_waiting(t, j);
 }

@@ -33,15 +33,16 @@ typedef struct job {
     struct job *next; /* in the tenant's FIFO while waiting for its slot */
     struct job *prev_flying, *next_flying; /* in the tenant's list while sent */
     struct tenant *tenant;
-    char *id;         /* the claim id (key of the jobs hash); owned */
+    char *id;         /* the claim id (key of the jobs hash), in text */
     int64_t lease;
     int64_t attempts; /* made before this one */
     int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
-    char *element;      /* the job as pushed, parsed only when it is sent so
-                           that a claimed batch never stalls the loop; owned */
+    char *element;      /* the job as pushed, in text, parsed only when it is
+                           sent so that a claimed batch never stalls the loop */
     size_t element_len;
     sl_job_request request; /* parsed at send time */
     sl_request_headers headers;
+    char text[];        /* id, NUL, element, NUL: one allocation per job */
 } job;
 
 /* One tenant served by this worker thread. */

@@ -14,6 +14,7 @@
 
 #include <curl/curl.h>
 
+#include "daemon_env.h"
 #include "daemon_process.h"
 #include "redis_fixture.h"
 #include "redis_server.h"
@@ -29,12 +30,7 @@ static int admin_port;
 static void setup(void)
 {
     redis_fixture_start(&fx);
-    char err[256];
-    const char *bin = getenv("SLUICE_SINK");
-    cr_assert_not_null(bin, "SLUICE_SINK is not set");
-    cr_assert(sink_start(&sink, bin, err, sizeof err), "sink: %s", err);
-    snprintf(dir, sizeof dir, "/tmp/sluice-test-admin-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    daemon_env_start(&sink, dir, sizeof dir, "admin");
     snprintf(config_path, sizeof config_path, "%s/sluice.json", dir);
     snprintf(log_path, sizeof log_path, "%s/sluice.log", dir);
     admin_port = rs_free_port();
@@ -43,22 +39,13 @@ static void setup(void)
 
 static void teardown(void)
 {
-    sink_stop(&sink);
+    daemon_env_stop(&sink, dir);
     redis_fixture_stop(&fx);
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", dir);
-    if (system(command) != 0)
-        cr_log_warn("could not remove %s", dir);
 }
 
 TestSuite(admin, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ---- helpers ---- */
-
-static void sleep_ms(long ms)
-{
-    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
-}
 
 /* Writes the config file: the admin endpoint on admin_port, `extra`
  * top-level members (may be ""), and the "tenants" object. */
@@ -86,16 +73,6 @@ static daemon_process start_daemon(void)
     return d;
 }
 
-static void push_jobs(const char *tenant, int n)
-{
-    for (int i = 0; i < n; i++)
-        redisAppendCommand(fx.conn, "LPUSH sluice:{%s}:queue {\"body\":\"job-%d\"}", tenant, i);
-    for (int i = 0; i < n; i++) {
-        redisReply *reply;
-        cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
-        freeReplyObject(reply);
-    }
-}
 
 typedef struct text {
     char *data;
@@ -214,9 +191,9 @@ Test(admin, metrics_count_real_traffic_exactly)
                  "   \"retry\": {\"max_attempts\": 2, \"base_ms\": 1, \"max_ms\": 2}},"
                  " \"idle\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 1}}",
                  sink.port, sink.port, sink.port, sink.port);
-    push_jobs("fine", 30);
-    push_jobs("gone", 10);
-    push_jobs("flaky", 5);
+    redis_fixture_push_jobs(&fx, "fine", "job", 30);
+    redis_fixture_push_jobs(&fx, "gone", "job", 10);
+    redis_fixture_push_jobs(&fx, "flaky", "job", 5);
     daemon_process d = start_daemon();
     const char *delivered = "sluice_jobs_total{tenant=\"fine\",outcome=\"delivered\"}";
     cr_assert_eq(wait_sample(delivered, 30, 15000), 30);
@@ -260,20 +237,12 @@ Test(admin, readiness_follows_redis)
     cr_assert_eq(get("/healthz", NULL), 200);
     cr_assert_eq(get("/nothing-here", NULL), 404);
 
-    int port = fx.server.port;
-    freeReplyObject(redisCommand(fx.conn, "SHUTDOWN NOSAVE"));
-    redisFree(fx.conn);
-    fx.conn = NULL;
-    int status;
-    waitpid(fx.server.pid, &status, 0);
-    fx.server.pid = 0;
+    redis_fixture_shutdown(&fx, false);
     cr_assert_eq(wait_status("/readyz", 503, 5000), 503, "Redis is gone");
     cr_assert_eq(get("/healthz", NULL), 200, "alive all the same");
     cr_assert_eq(wait_sample("sluice_ready", 0, 1000), 0);
 
-    char err[256];
-    cr_assert(rs_start_on(&fx.server, port, err, sizeof err), "%s", err);
-    fx.conn = rs_connect(&fx.server);
+    redis_fixture_restart(&fx);
     cr_assert_eq(wait_status("/readyz", 200, 15000), 200, "Redis is back");
     cr_assert_geq(wait_sample("sluice_redis_reconnects_total", 1, 1000), 1);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
@@ -334,13 +303,13 @@ Test(admin, sighup_applies_a_valid_file_at_once)
 {
     write_config("", "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/before\", \"rate\": 5}}",
                  sink.port);
-    push_jobs("acme", 300);
+    redis_fixture_push_jobs(&fx, "acme", "job", 300);
     daemon_process d = start_daemon();
     sleep_ms(1500);
     write_config("", "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/after\", \"rate\": 100},"
                      " \"newcomer\": {\"endpoint\": \"http://127.0.0.1:%d/new\", \"rate\": 100}}",
                  sink.port, sink.port);
-    push_jobs("newcomer", 5);
+    redis_fixture_push_jobs(&fx, "newcomer", "job", 5);
     cr_assert_eq(kill(d.pid, SIGHUP), 0);
     cr_assert(wait_log("configuration reloaded", 5000));
     sleep_ms(1500);
@@ -360,7 +329,7 @@ Test(admin, sighup_keeps_the_running_config_when_the_file_is_bad)
 {
     write_config("", "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/before\", \"rate\": 20}}",
                  sink.port);
-    push_jobs("acme", 200);
+    redis_fixture_push_jobs(&fx, "acme", "job", 200);
     daemon_process d = start_daemon();
     sleep_ms(500);
     /* two mistakes: both are logged */

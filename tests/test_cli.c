@@ -14,6 +14,7 @@
 
 #include "daemon_process.h"
 #include "redis_fixture.h"
+#include "daemon_env.h"
 #include "sink_process.h"
 
 #define OUT_MAX 65536
@@ -620,24 +621,12 @@ static char op_dir[64];
 static void operate_setup(void)
 {
     setup();
-    const char *bin = getenv("SLUICE_SINK");
-    cr_assert_not_null(bin, "SLUICE_SINK is not set");
-    char err[256];
-    cr_assert(sink_start(&sink, bin, err, sizeof err), "sink: %s", err);
-    snprintf(op_dir, sizeof op_dir, "/tmp/sluice-test-operate-XXXXXX");
-    cr_assert_not_null(mkdtemp(op_dir));
+    daemon_env_start(&sink, op_dir, sizeof op_dir, "operate");
 }
 
 static void operate_teardown(void)
 {
-    sink_stop(&sink);
-    char path[128];
-    const char *files[] = {"before.json", "after.json", "sluice.log"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(path, sizeof path, "%s/%s", op_dir, files[i]);
-        unlink(path);
-    }
-    rmdir(op_dir);
+    daemon_env_stop(&sink, op_dir);
     teardown();
 }
 
@@ -648,11 +637,6 @@ static int64_t monotonic_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void pause_ms(long ms)
-{
-    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
 }
 
 /* A config for tenant acme at 50/s with `endpoint`; retries twice, fast. */
@@ -725,7 +709,7 @@ static bool wait_settled(const char *config, long long dead, size_t requests, in
                          "%zu requests", c.queued, c.claimed, c.retrying, c.dead, n);
             return false;
         }
-        pause_ms(100);
+        sleep_ms(100);
     }
 }
 

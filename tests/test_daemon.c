@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon_env.h"
 #include "daemon_process.h"
 #include "redis_fixture.h"
 #include "sink_process.h"
@@ -26,32 +27,18 @@ static char dir[64];
 static void setup(void)
 {
     redis_fixture_start(&fx);
-    char err[256];
-    const char *bin = getenv("SLUICE_SINK");
-    cr_assert_not_null(bin, "SLUICE_SINK is not set");
-    cr_assert(sink_start(&sink, bin, err, sizeof err), "sink: %s", err);
-    snprintf(dir, sizeof dir, "/tmp/sluice-test-daemon-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    daemon_env_start(&sink, dir, sizeof dir, "daemon");
 }
 
 static void teardown(void)
 {
-    sink_stop(&sink);
+    daemon_env_stop(&sink, dir);
     redis_fixture_stop(&fx);
-    char command[128];
-    snprintf(command, sizeof command, "rm -rf %s", dir);
-    if (system(command) != 0)
-        cr_log_warn("could not remove %s", dir);
 }
 
 TestSuite(daemon, .init = setup, .fini = teardown, .timeout = 120);
 
 /* ---- helpers ---- */
-
-static void sleep_ms(long ms)
-{
-    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
-}
 
 /* Writes the config file with the given "tenants" object text. */
 static const char *write_config(const char *tenants_format, ...)
@@ -142,23 +129,6 @@ static spacing measure_spacing(const int64_t *t, size_t n, double interval_us)
     s.max = jitter[n - 2];
     free(jitter);
     return s;
-}
-
-/* LPUSHes n envelope jobs "<tag> <i>" with ids tag-i, pipelined. */
-static void push_jobs(const char *tenant, const char *tag, int n)
-{
-    char key[256], job[256];
-    snprintf(key, sizeof key, "sluice:{%s}:queue", tenant);
-    for (int i = 0; i < n; i++) {
-        /* as arguments: hiredis splits a format string at spaces */
-        snprintf(job, sizeof job, "{\"id\":\"%s-%d\",\"body\":\"%s %d\"}", tag, i, tag, i);
-        redisAppendCommand(fx.conn, "LPUSH %s %s", key, job);
-    }
-    for (int i = 0; i < n; i++) {
-        redisReply *reply;
-        cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
-        freeReplyObject(reply);
-    }
 }
 
 static long long redis_int(const char *format, const char *tenant)
@@ -263,7 +233,7 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
              sink.port, rate);
     snprintf(trace, sizeof trace, "%s/departures-%d.tsv", dir, attempt);
     snprintf(tag, sizeof tag, "s%d", attempt);
-    push_jobs("acme", tag, jobs);
+    redis_fixture_push_jobs(&fx, "acme", tag, jobs);
     size_t before = count_delivered();
     daemon_process d = start_traced(write_config("%s", tenants), trace);
     sink_request *reqs = NULL;
@@ -346,7 +316,7 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
 {
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100}}", sink.port);
-    push_jobs("acme", "f", 300);
+    redis_fixture_push_jobs(&fx, "acme", "f", 300);
     daemon_process d[3];
     for (int i = 0; i < 3; i++)
         d[i] = start_daemon(config);
@@ -371,7 +341,7 @@ Test(daemon, survives_sigkill_twice, .timeout = 180)
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50, \"timeout_ms\": 1000}}",
         sink.port);
-    push_jobs("acme", "k", 150);
+    redis_fixture_push_jobs(&fx, "acme", "k", 150);
     for (int round = 0; round < 2; round++) {
         daemon_process d = start_daemon(config);
         sleep_ms(700);
@@ -395,7 +365,7 @@ Test(daemon, sigterm_hands_back_and_exits_zero)
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/300\", \"rate\": 20, \"concurrency\": 4}}",
         sink.port);
-    push_jobs("acme", "t", 60);
+    redis_fixture_push_jobs(&fx, "acme", "t", 60);
     daemon_process d = start_daemon(config);
     sleep_ms(1000);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
@@ -416,7 +386,7 @@ Test(daemon, a_second_sigterm_exits_at_once_and_loses_nothing)
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/3000\", \"rate\": 20, \"concurrency\": 4}}",
         sink.port);
-    push_jobs("acme", "x", 40);
+    redis_fixture_push_jobs(&fx, "acme", "x", 40);
     daemon_process d = start_daemon(config);
     sleep_ms(800); /* requests under way, each for 3 s; the grace is 5 s */
     kill(d.pid, SIGTERM);
@@ -442,23 +412,13 @@ Test(daemon, carries_on_when_redis_restarts)
 {
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50}}", sink.port);
-    push_jobs("acme", "r", 150);
+    redis_fixture_push_jobs(&fx, "acme", "r", 150);
     daemon_process d = start_daemon(config);
     sleep_ms(1000);
     /* Restart Redis on the same port, keeping its data (SHUTDOWN SAVE). */
-    redisReply *reply = redisCommand(fx.conn, "SHUTDOWN SAVE");
-    freeReplyObject(reply);
-    redisFree(fx.conn);
-    fx.conn = NULL;
-    int port = fx.server.port;
-    int status;
-    waitpid(fx.server.pid, &status, 0);
-    fx.server.pid = 0;
+    redis_fixture_shutdown(&fx, true);
     sleep_ms(500);
-    char err[256];
-    cr_assert(rs_start_on(&fx.server, port, err, sizeof err), "%s", err);
-    fx.conn = rs_connect(&fx.server);
-    cr_assert_not_null(fx.conn);
+    redis_fixture_restart(&fx);
     sink_request *reqs = NULL;
     size_t n = wait_each_delivered("r", 150, 30000, &reqs);
     for (int i = 0; i < 100 && redis_int("ZCARD sluice:{%s}:inflight", "acme") > 0; i++)
@@ -614,7 +574,7 @@ Test(daemon, retry_after_on_429_pauses_the_tenant)
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/status/429?retry_after=2\", \"rate\": 100,"
         " \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 50}}}",
         sink.port);
-    push_jobs("acme", "p", 3);
+    redis_fixture_push_jobs(&fx, "acme", "p", 3);
     daemon_process d = start_daemon(config);
     cr_assert(wait_dead_letters("acme", 3, 20000));
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
@@ -637,7 +597,7 @@ Test(daemon, fixed_window_delay_holds_the_rate_without_dropping)
         " \"limits\": [{\"name\": \"per_sec\", \"type\": \"fixed_window\", \"max\": 20,"
         "   \"window_ms\": 1000, \"on_deny\": \"delay\"}]}}",
         sink.port);
-    push_jobs("acme", "w", 60);
+    redis_fixture_push_jobs(&fx, "acme", "w", 60);
     daemon_process d = start_daemon(config);
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 60, 10000, &reqs);
@@ -665,7 +625,7 @@ Test(daemon, sliding_log_quota_dead_letters_beyond_it)
         " \"limits\": [{\"name\": \"quota\", \"type\": \"sliding_window_log\", \"max\": 25,"
         "   \"window_ms\": 60000, \"on_deny\": \"dead-letter\"}]}}",
         sink.port);
-    push_jobs("acme", "q", 40);
+    redis_fixture_push_jobs(&fx, "acme", "q", 40);
     daemon_process d = start_daemon(config);
     cr_assert(wait_dead_letters("acme", 15, 10000));
     sink_request *reqs = NULL;
@@ -767,8 +727,8 @@ Test(daemon, a_slow_tenant_does_not_delay_another)
             " \"fast\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100}}}\n",
             fx.server.port, sink.port, sink.port);
     fclose(f);
-    push_jobs("slow", "slow", 10);
-    push_jobs("fast", "fast", 100);
+    redis_fixture_push_jobs(&fx, "slow", "slow", 10);
+    redis_fixture_push_jobs(&fx, "fast", "fast", 100);
     daemon_process d = start_daemon(path);
     sink_request *reqs = NULL;
     size_t n = 0;
@@ -856,7 +816,7 @@ Test(daemon, connections_closed_by_the_endpoint_are_replaced_at_once)
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/close\", \"rate\": 1000, \"concurrency\": 4,"
         " \"timeout_ms\": 4000, \"retry\": {\"max_attempts\": 3, \"base_ms\": 1, \"max_ms\": 2}}}",
         sink.port);
-    push_jobs("acme", "c", 20);
+    redis_fixture_push_jobs(&fx, "acme", "c", 20);
     struct timespec start, end;
     clock_gettime(CLOCK_MONOTONIC, &start);
     daemon_process d = start_daemon(config);

@@ -1,4 +1,5 @@
 /* process.c - see process.h. */
+#include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -12,9 +13,16 @@ int process_stop(pid_t pid, int sig, int timeout_ms)
     for (int waited = 0; waited <= timeout_ms; waited += 10) {
         if (waitpid(pid, &status, WNOHANG) == pid)
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        nanosleep(&(struct timespec){0, 10000000}, NULL);
+        sleep_ms(10);
     }
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     return -1;
+}
+
+void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
 }

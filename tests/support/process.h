@@ -9,4 +9,7 @@
  * or -1 if it had to be killed. */
 int process_stop(pid_t pid, int sig, int timeout_ms);
 
+/* Sleeps ms milliseconds, resuming after a signal. */
+void sleep_ms(long ms);
+
 #endif

@@ -16,13 +16,6 @@
 #include "process.h"
 #include "redis_server.h"
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
-
 int rs_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -18,13 +18,6 @@
 #include "process.h"
 #include "sink_process.h"
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-    }
-}
-
 static int64_t monotonic_ms(void)
 {
     struct timespec ts;

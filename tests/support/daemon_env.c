@@ -1,0 +1,25 @@
+/* daemon_env.c - see daemon_env.h. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "daemon_env.h"
+
+void daemon_env_start(sink_process *sink, char *dir, size_t dir_size, const char *name)
+{
+    const char *bin = getenv("SLUICE_SINK");
+    cr_assert_not_null(bin, "SLUICE_SINK is not set");
+    char err[256];
+    cr_assert(sink_start(sink, bin, err, sizeof err), "sink: %s", err);
+    snprintf(dir, dir_size, "/tmp/sluice-test-%s-XXXXXX", name);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
+}
+
+void daemon_env_stop(sink_process *sink, const char *dir)
+{
+    sink_stop(sink);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    if (dir[0] && system(command) != 0)
+        cr_log_warn("could not remove %s", dir);
+}

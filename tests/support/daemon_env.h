@@ -1,0 +1,20 @@
+/* daemon_env.h - what a test of the real daemon runs against besides
+ * Redis: the HTTP sink (tests/sink) and a temporary directory for its
+ * configs, logs and traces. */
+#ifndef SLUICE_TEST_DAEMON_ENV_H
+#define SLUICE_TEST_DAEMON_ENV_H
+
+#include <stddef.h>
+
+#include "process.h"
+#include "sink_process.h"
+
+/* Starts getenv("SLUICE_SINK") as *sink and makes dir (dir_size bytes of
+ * room) a fresh /tmp/sluice-test-NAME-XXXXXX; fails the test if either
+ * cannot be done. */
+void daemon_env_start(sink_process *sink, char *dir, size_t dir_size, const char *name);
+
+/* Stops the sink by its PID and removes dir with everything in it. */
+void daemon_env_stop(sink_process *sink, const char *dir);
+
+#endif
