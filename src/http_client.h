@@ -1,8 +1,10 @@
-/* http_client.h - asynchronous HTTP requests with libcurl's multi-socket
- * API, driven by a libevent base (the shape of curl's hiperfifo example).
+/* http_client.h - asynchronous HTTP requests on a libevent base.
  *
- * One client per worker thread. Connections are kept alive and reused
- * across requests to the same host. Callbacks run on the base's thread. */
+ * One client per worker thread. Plain http:// URLs go through sluice's own
+ * HTTP/1.1 client (http1_client.h), the rest (https://, credentials in the
+ * URL, a proxy set in the environment) through libcurl (http_curl.h).
+ * Connections are kept alive and reused across requests to the same host.
+ * Callbacks run on the base's thread. */
 #ifndef SLUICE_HTTP_CLIENT_H
 #define SLUICE_HTTP_CLIENT_H
 
@@ -33,7 +35,7 @@ typedef struct sl_http_result {
 
 typedef void (*sl_http_done_fn)(void *arg, const sl_http_result *result);
 
-/* A client on base; NULL (message in err) if libcurl fails to set up. */
+/* A client on base; NULL (message in err) if it cannot be set up. */
 sl_http_client *sl_http_client_new(struct event_base *base, char *err, size_t err_size);
 /* Cancels outstanding requests (their callbacks are not called) and frees. */
 void sl_http_client_free(sl_http_client *client);
