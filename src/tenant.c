@@ -22,12 +22,14 @@
 
 #define CLAIM_BATCH 512
 #define MAX_WAITING (2 * CLAIM_BATCH) /* claimed jobs held before claiming more */
-/* A shaped tenant claims, and acks, about BATCH_INTERVALS jobs per round
- * trip: some 0.2 Redis calls per job at any rate where that fits in the
- * bounds below. */
+/* A shaped tenant claims what departs within LOOKAHEAD_INTERVALS intervals,
+ * again when a quarter of that is left (claim.lua), so some 15 jobs per
+ * claim, and acks about BATCH_INTERVALS jobs per round trip: under 0.2
+ * Redis calls per job at any rate where that fits in the bounds below. */
 #define BATCH_INTERVALS 10
+#define LOOKAHEAD_INTERVALS 20
 #define LOOKAHEAD_MIN_US 50000        /* claim what departs within 50 ms, */
-#define LOOKAHEAD_MAX_US 250000       /* or BATCH_INTERVALS intervals, up to 250 ms */
+#define LOOKAHEAD_MAX_US 250000       /* or LOOKAHEAD_INTERVALS intervals, up to 250 ms */
 #define LEASE_MARGIN_US 10000000      /* a lease outlives slot + timeout by 10 s */
 #define SEND_EARLY_US 20              /* timers fire a little late; don't add to it */
 #define ACK_FLUSH_ARGS 1024           /* flush an ack batch this large at once */
@@ -490,7 +492,7 @@ static int64_t clamp(int64_t v, int64_t low, int64_t high)
     return v < low ? low : v > high ? high : v;
 }
 
-/* How far ahead to claim: BATCH_INTERVALS intervals, so that one claim
+/* How far ahead to claim: LOOKAHEAD_INTERVALS intervals, so that one claim
  * serves several jobs and one slow claim reply does not make a job late,
  * but at least 50 ms (a batch at high rates stays small enough that a claim
  * script is short) and at most 250 ms: slots already given keep the old
@@ -498,7 +500,7 @@ static int64_t clamp(int64_t v, int64_t low, int64_t high)
  * bounds how long either takes to show. */
 static int64_t lookahead_us(int64_t rate_milli)
 {
-    return clamp(BATCH_INTERVALS * SL_JOB / rate_milli, LOOKAHEAD_MIN_US, LOOKAHEAD_MAX_US);
+    return clamp(LOOKAHEAD_INTERVALS * SL_JOB / rate_milli, LOOKAHEAD_MIN_US, LOOKAHEAD_MAX_US);
 }
 
 /* How long outcomes gather before they are acked: BATCH_INTERVALS

@@ -153,8 +153,9 @@ Test(claim, claims_only_within_the_lookahead)
     claimed *c = claim(&p);
     cr_assert_eq(c->result.job_count, 1);
     cr_assert_eq(c->result.queue_len, 4);
-    /* the next slot is 1 s after the first: claim again 100 ms before it */
-    cr_assert_eq(c->result.next_us, c->slot[0] + SEC - 100000);
+    /* the next slot is 1 s after the first: claim again a quarter of the
+     * lookahead (25 ms) before it */
+    cr_assert_eq(c->result.next_us, c->slot[0] + SEC - 25000);
     free(c);
     claimed *again = claim(&p);
     cr_assert_eq(again->result.job_count, 0, "nothing new inside the lookahead yet");
