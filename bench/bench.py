@@ -437,6 +437,9 @@ class Bench:
         probe = self.start_probe("stall-probe-shaping")
         plan = self.scale([(1, 30), (10, 20), (100, 10), (1000, 10), (10000, 10), (20000, 10)],
                           [(1, 5), (10, 3), (100, 3), (1000, 3), (10000, 3), (20000, 3)])
+        if self.args.rates:
+            wanted = [int(r) for r in self.args.rates.split(",")]
+            plan = [(rate, seconds) for rate, seconds in plan if rate in wanted]
         for rate, seconds in plan:
             res = self.shaping_run(port, rate, seconds)
             d = res["daemon"]
@@ -713,6 +716,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="short runs: a smoke test, not figures")
     ap.add_argument("--only", default="", help="comma-separated scenarios: throughput,ceiling,"
                                                "shaping,fleet,tenants,memory")
+    ap.add_argument("--rates", default="", help="shaping: only these of its rates "
+                                                "(comma-separated, e.g. 10000,20000)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (configs, logs, traces)")
     ap.add_argument("--command", default="bench/run", help="the command line, for RESULTS.md")
     args = ap.parse_args()

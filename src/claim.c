@@ -47,6 +47,7 @@ void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const
     sl_argv_add_str(a, id_prefix);
     sl_argv_add_str(a, p->tenant);
     sl_argv_add_str(a, p->raw ? "raw" : "envelope");
+    sl_argv_add_int(a, p->refill_us);
     sl_argv_add_int(a, (int64_t)p->limit_count);
     for (size_t i = 0; i < p->limit_count; i++) {
         const sl_claim_limit *l = &p->limits[i];

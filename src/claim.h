@@ -32,6 +32,7 @@ typedef struct sl_claim_params {
     bool raw;             /* format "raw" */
     int64_t max_wait_us;  /* 0: none */
     int64_t lookahead_us; /* claim what departs before now + lookahead */
+    int64_t refill_us;    /* claim again when the next slot is this near */
     int64_t lease_us;     /* a claimed job is reclaimable after slot + lease */
     int batch;            /* most jobs per call */
     const sl_claim_limit *limits;

@@ -21,15 +21,16 @@
 #include "worker_t.h"
 
 #define CLAIM_BATCH 512
-#define MAX_WAITING (2 * CLAIM_BATCH) /* claimed jobs held before claiming more */
-/* A shaped tenant claims what departs within LOOKAHEAD_INTERVALS intervals,
- * again when a quarter of that is left (claim.lua), so some 15 jobs per
- * claim, and acks about BATCH_INTERVALS jobs per round trip: under 0.2
- * Redis calls per job at any rate where that fits in the bounds below. */
+#define MAX_WAITING (4 * CLAIM_BATCH) /* claimed jobs held before claiming more */
+/* A shaped tenant claims again while the jobs it holds last REFILL_US
+ * more (claim.lua), and then what departs in the LOOKAHEAD_INTERVALS
+ * intervals after that: some 20 jobs per claim. It acks about
+ * BATCH_INTERVALS jobs per round trip: under 0.2 Redis calls per job at
+ * any rate where that fits in the bounds below. */
 #define BATCH_INTERVALS 10
+#define REFILL_US 50000               /* a claim reply may take this long */
 #define LOOKAHEAD_INTERVALS 20
-#define LOOKAHEAD_MIN_US 50000        /* claim what departs within 50 ms, */
-#define LOOKAHEAD_MAX_US 250000       /* or LOOKAHEAD_INTERVALS intervals, up to 250 ms */
+#define LOOKAHEAD_MAX_US 250000       /* claim at most this far ahead */
 #define LEASE_MARGIN_US 10000000      /* a lease outlives slot + timeout by 10 s */
 #define SEND_EARLY_US 20              /* timers fire a little late; don't add to it */
 #define ACK_FLUSH_ARGS 1024           /* flush an ack batch this large at once */
@@ -339,7 +340,12 @@ static void release_due(tenant *t)
     }
     if (t->head && t->in_flight < concurrency)
         arm(t->release_timer, head_departure(t) - now);
-    if (t->waiting < MAX_WAITING / 2 && !evtimer_pending(t->claim_timer, NULL))
+    /* Claim again while the schedule in Redis still runs ahead of now: a
+     * claim after its last slot restarts it at Redis's now, and the time
+     * between is lost to the rate. So when late departures leave many
+     * jobs waiting, claims still go by time (up to MAX_WAITING). */
+    bool running_low = t->waiting < MAX_WAITING / 2 || t->claimed_until_us - now < REFILL_US;
+    if (running_low && !evtimer_pending(t->claim_timer, NULL))
         sl_tenant_claim(t);
 }
 
@@ -373,6 +379,8 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     j->lease = c->lease;
     j->attempts = c->attempts;
     j->send_at_us = c->slot_us - t->worker->clock_offset_us;
+    if (j->send_at_us > t->claimed_until_us)
+        t->claimed_until_us = j->send_at_us;
     j->element_len = c->job_len;
     push_waiting(t, j);
 }
@@ -492,15 +500,16 @@ static int64_t clamp(int64_t v, int64_t low, int64_t high)
     return v < low ? low : v > high ? high : v;
 }
 
-/* How far ahead to claim: LOOKAHEAD_INTERVALS intervals, so that one claim
- * serves several jobs and one slow claim reply does not make a job late,
- * but at least 50 ms (a batch at high rates stays small enough that a claim
- * script is short) and at most 250 ms: slots already given keep the old
- * rate after a reload, and jobs already claimed wait out a pause, so this
- * bounds how long either takes to show. */
+/* How far ahead to claim: REFILL_US, which a claim reply has to arrive
+ * before the jobs in hand run out (claiming only when they had, a stall
+ * of this process or of Redis lost the schedule the time it lasted), then
+ * LOOKAHEAD_INTERVALS intervals so that one claim serves many jobs; at
+ * most 250 ms: slots already given keep the old rate after a reload, and
+ * jobs already claimed wait out a pause, so this bounds how long either
+ * takes to show. */
 static int64_t lookahead_us(int64_t rate_milli)
 {
-    return clamp(LOOKAHEAD_INTERVALS * SL_JOB / rate_milli, LOOKAHEAD_MIN_US, LOOKAHEAD_MAX_US);
+    return clamp(REFILL_US + LOOKAHEAD_INTERVALS * SL_JOB / rate_milli, REFILL_US, LOOKAHEAD_MAX_US);
 }
 
 /* How long outcomes gather before they are acked: BATCH_INTERVALS
@@ -539,6 +548,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .raw = config->format == SL_FORMAT_RAW,
         .max_wait_us = config->max_wait_ms * 1000,
         .lookahead_us = lookahead_us(config->rate_milli),
+        .refill_us = REFILL_US,
         .lease_us = config->timeout_ms * 1000 + LEASE_MARGIN_US,
         .batch = CLAIM_BATCH,
         .limits = t->limits,

@@ -522,7 +522,8 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
         event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
         /* libcurl re-aims a connection's watch several times per request;
          * changes within one loop turn then cost one epoll_ctl, or none.
-         * (Safe because http_client.c closes sockets a turn late.) */
+         * (Safe because both HTTP clients close sockets a turn late:
+         * close_later.h.) */
         event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
         w->base = event_base_new_with_config(ec);
         event_config_free(ec);
