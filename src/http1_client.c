@@ -542,8 +542,7 @@ static void resolve(origin *o)
         .ai_family = AF_UNSPEC,
         .ai_socktype = SOCK_STREAM,
         .ai_protocol = IPPROTO_TCP,
-        .ai_flags = EVUTIL_AI_ADDRCONFIG,
-    };
+    }; /* no AI_ADDRCONFIG: it may hide localhost on a host without a network */
     o->resolving = true;
     /* The answer may come before evdns_getaddrinfo returns (from
      * /etc/hosts, say); then it returns NULL and o->resolving is false. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hex.h"
 #include "http1_response.h"
 
 void sl_h1_response_start(sl_h1_response *r, bool head_request)
@@ -172,24 +173,13 @@ static sl_h1_progress end_of_head(sl_h1_response *r)
     return SL_H1_MORE;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* "1a2b[;extensions]" */
 static sl_h1_progress parse_chunk_size(sl_h1_response *r, const char *line, size_t len)
 {
     uint64_t size = 0;
     size_t i = 0;
     for (; i < len; i++) {
-        int d = hex_digit(line[i]);
+        int d = sl_hex_digit(line[i]);
         if (d < 0)
             break;
         if (size > (UINT64_MAX >> 4))

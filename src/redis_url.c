@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <sys/un.h>
 
+#include "hex.h"
 #include "redis_url.h"
 
 #define REDIS_DEFAULT_PORT 6379
@@ -112,17 +113,6 @@ bool sl_host_valid(const char *host)
     return true;
 }
 
-static int hex_value(char c)
-{
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes text[0..len) into a new string. Sets *bad (and returns
  * NULL) on a malformed escape or an encoded NUL; NULL alone = out of memory. */
 static char *percent_decode(const char *text, size_t len, bool *bad)
@@ -136,8 +126,8 @@ static char *percent_decode(const char *text, size_t len, bool *bad)
             out[o++] = text[i];
             continue;
         }
-        int h = i + 2 < len ? hex_value(text[i + 1]) : -1;
-        int l = i + 2 < len ? hex_value(text[i + 2]) : -1;
+        int h = i + 2 < len ? sl_hex_digit(text[i + 1]) : -1;
+        int l = i + 2 < len ? sl_hex_digit(text[i + 2]) : -1;
         if (h < 0 || l < 0 || (h == 0 && l == 0)) {
             *bad = true;
             free(out);
