@@ -13,17 +13,17 @@ ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
       4 max_wait_us (0: none)  5 lookahead_us  6 batch (most jobs to claim)
       7 lease_us (inflight deadline = slot + lease_us)  8 id_prefix (random,
       new for every call)  9 tenant  10 format ("envelope" | "raw")
-      11 limit count, then 5 per limit: name, type, first, second, on_deny
+      11 refill_us (see next_us)
+      12 limit count, then 5 per limit: name, type, first, second, on_deny
       (first, second as the limit's script takes them; rates in milli-jobs/s)
 Reply {now_us, next_us, queue_len, reaped, dead_lettered,
        {reason, count, ...} (the dead letters by reason, in order of first use),
        then 6 per claimed job: id, slot_us, lease, attempts, first_seen_us, job}
       next_us: when to claim again (<= now: at once; 0: the tenant is idle).
-      Past the lookahead, that is when the next slot is a quarter of the
-      lookahead away: each claim then gathers some three quarters of a
-      lookahead of jobs (claiming as soon as one slot came within reach
-      took about one job per claim), and the reply still has that quarter
-      (12 ms or more) to arrive before the slot.
+      Past the lookahead, that is when the next slot is refill_us away:
+      each claim then gathers lookahead - refill of jobs (claiming as soon
+      as one slot came within reach took about one job per claim), and
+      refill_us is the time a claim has to come back before the slot.
 
 Records in `jobs`: "<attempts>:<first_seen_us>:<job as pushed>". Expired
 leases (a worker died) go to `retry`, due now: retries are claimed before
@@ -53,10 +53,11 @@ local overflow_dead_letter = ARGV[3] == 'dead-letter'
 local max_wait_us, lookahead_us = tonumber(ARGV[4]), tonumber(ARGV[5])
 local batch, lease_us = tonumber(ARGV[6]), tonumber(ARGV[7])
 local id_prefix, tenant, envelope = ARGV[8], ARGV[9], ARGV[10] == 'envelope'
+local refill_us = math.min(tonumber(ARGV[11]), lookahead_us)
 
 local limits = {}
-for i = 1, tonumber(ARGV[11]) do
-  local at = 11 + (i - 1) * 5
+for i = 1, tonumber(ARGV[12]) do
+  local at = 12 + (i - 1) * 5
   local algorithm = ALGORITHMS[ARGV[at + 2]]
   if not algorithm then return redis.error_reply('ERR claim: unknown limit type ' .. tostring(ARGV[at + 2])) end
   limits[i] = {key = KEYS[6 + i], name = ARGV[at + 1], algorithm = algorithm,
@@ -142,7 +143,7 @@ for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
     local allowed, _, wait_us, new_shape = shaping_decide(shape, schedule_capacity, rate_milli, math.max(now, due))
     if allowed == 0 then next_us = now + wait_us break end
     local slot = math.max(now, due) + wait_us
-    if slot > horizon then next_us = slot - math.floor(lookahead_us / 4) break end
+    if slot > horizon then next_us = slot - refill_us break end
 
     local deadline = job_deadline_us(job)
     local expired = (deadline and slot > deadline) or (max_wait_us > 0 and slot - first_seen > max_wait_us)

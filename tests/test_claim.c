@@ -39,7 +39,7 @@ static sl_claim_params params(int64_t rate_milli, int64_t lookahead_us, int batc
 {
     return (sl_claim_params){
         .prefix = "sluice", .tenant = "acme", .capacity = 1000, .rate_milli = rate_milli,
-        .lookahead_us = lookahead_us, .lease_us = 30 * SEC, .batch = batch,
+        .lookahead_us = lookahead_us, .refill_us = lookahead_us / 4, .lease_us = 30 * SEC, .batch = batch,
     };
 }
 
@@ -153,8 +153,8 @@ Test(claim, claims_only_within_the_lookahead)
     claimed *c = claim(&p);
     cr_assert_eq(c->result.job_count, 1);
     cr_assert_eq(c->result.queue_len, 4);
-    /* the next slot is 1 s after the first: claim again a quarter of the
-     * lookahead (25 ms) before it */
+    /* the next slot is 1 s after the first: claim again refill_us (a
+     * quarter of the lookahead here: 25 ms) before it */
     cr_assert_eq(c->result.next_us, c->slot[0] + SEC - 25000);
     free(c);
     claimed *again = claim(&p);
