@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <inttypes.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "config_reload.h"
 #include "daemon.h"
 #include "log.h"
+#include "monotonic.h"
 #include "sd_notify.h"
 #include "version.h"
 #include "worker.h"
@@ -157,11 +159,9 @@ static void on_hup(evutil_socket_t sig, short kind, void *arg)
     daemon_state *d = arg;
     if (d->signals_seen > 0)
         return; /* stopping: nothing to reload for */
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
     char reloading[96];
-    snprintf(reloading, sizeof reloading, "RELOADING=1\nMONOTONIC_USEC=%lld",
-             (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000);
+    snprintf(reloading, sizeof reloading, "RELOADING=1\nMONOTONIC_USEC=%" PRId64,
+             sl_monotonic_us());
     sl_sd_notify(reloading);
     reload(d);
     sl_sd_notify("READY=1");

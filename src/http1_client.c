@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/dns.h>
@@ -28,6 +27,7 @@
 #include "close_later.h"
 #include "http1_client.h"
 #include "http1_response.h"
+#include "monotonic.h"
 
 /* The longest line of a response head this client reads. */
 #define READ_BUFFER_SIZE 8192
@@ -113,13 +113,6 @@ struct sl_h1_client {
 
 static void dispatch(exchange *ex);
 
-static int64_t monotonic_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ---- completions ---- */
 
 /* Ends ex: with its response, or (error not NULL) with a transport error.
@@ -157,20 +150,16 @@ static void on_report_soon(evutil_socket_t fd, short kind, void *arg)
         client->reports = ex->next;
         if (!client->reports)
             client->reports_tail = NULL;
-        /* Texts copied out: done may start another request on ex. */
-        char retry_after[sizeof ex->response.retry_after], error[sizeof ex->error];
-        snprintf(retry_after, sizeof retry_after, "%s", ex->response.retry_after);
-        snprintf(error, sizeof error, "%s", ex->error);
         sl_http_result result = {
             .status = ex->failed ? 0 : ex->response.status,
-            .retry_after = !ex->failed && ex->response.has_retry_after ? retry_after : NULL,
-            .error = ex->failed ? error : NULL,
-            .elapsed_us = monotonic_us() - ex->started_us,
+            .retry_after = !ex->failed && ex->response.has_retry_after ? ex->response.retry_after : NULL,
+            .error = ex->failed ? ex->error : NULL,
+            .elapsed_us = sl_monotonic_us() - ex->started_us,
         };
-        sl_http_done_fn done = ex->done;
-        void *done_arg = ex->arg;
+        /* Recycled only after done: the texts above are ex's, and a
+         * request done starts takes another exchange. */
+        ex->done(ex->arg, &result);
         recycle(ex);
-        done(done_arg, &result);
     }
 }
 
@@ -244,7 +233,7 @@ static void make_idle(conn *c)
     }
     c->reused = true;
     c->idle = true;
-    c->idle_since_us = monotonic_us();
+    c->idle_since_us = sl_monotonic_us();
     c->prev_idle = NULL;
     c->next_idle = c->origin->idle;
     if (c->next_idle)
@@ -273,11 +262,15 @@ static void conn_failed(conn *c, const char *why)
     }
 }
 
+static void describe_connect_error(char *why, size_t size, const origin *o, int err)
+{
+    snprintf(why, size, "Failed to connect to %s port %s: %s", o->host, o->port, strerror(err));
+}
+
 static void connect_failed(conn *c, int err)
 {
     char why[256 + 64];
-    snprintf(why, sizeof why, "Failed to connect to %s port %s: %s", c->origin->host,
-             c->origin->port, strerror(err));
+    describe_connect_error(why, sizeof why, c->origin, err);
     conn_failed(c, why);
 }
 
@@ -430,10 +423,8 @@ static void read_some(conn *c)
     } else if (progress == SL_H1_ERROR) {
         char why[128];
         snprintf(why, sizeof why, "Bad HTTP response: %s", ex->response.error);
-        ex->retried = true; /* an answer came: never send it again */
-        conn_failed(c, why);
+        conn_failed(c, why); /* bytes came back: not sent again */
     } else if (c->in_len == sizeof c->in) {
-        ex->retried = true;
         conn_failed(c, "Bad HTTP response: a header line longer than 8192 bytes");
     }
 }
@@ -513,7 +504,7 @@ static void on_resolved(int result, struct evutil_addrinfo *addresses, void *arg
         if (o->addresses)
             evutil_freeaddrinfo(o->addresses);
         o->addresses = addresses;
-        o->resolved_us = monotonic_us();
+        o->resolved_us = sl_monotonic_us();
     }
     char why[256 + 96];
     snprintf(why, sizeof why, "Could not resolve host: %s (%s)", o->host,
@@ -624,7 +615,7 @@ static void dispatch(exchange *ex)
         attach(ex, c);
         return;
     }
-    if (!addresses_fresh(o, monotonic_us())) {
+    if (!addresses_fresh(o, sl_monotonic_us())) {
         ex->next = NULL;
         if (o->waiting_tail)
             o->waiting_tail->next = ex;
@@ -639,8 +630,7 @@ static void dispatch(exchange *ex)
     conn *c = open_conn(o, &err);
     if (!c) {
         char why[256 + 64];
-        snprintf(why, sizeof why, "Failed to connect to %s port %s: %s", o->host, o->port,
-                 strerror(err));
+        describe_connect_error(why, sizeof why, o, err);
         finish(ex, why);
         return;
     }
@@ -678,7 +668,7 @@ static void on_timeout(evutil_socket_t fd, short kind, void *arg)
     }
     char why[128];
     snprintf(why, sizeof why, "Operation timed out after %" PRId64 " milliseconds with %zu bytes received",
-             (monotonic_us() - ex->started_us) / 1000, ex->received);
+             (sl_monotonic_us() - ex->started_us) / 1000, ex->received);
     finish(ex, why);
 }
 
@@ -688,7 +678,7 @@ static void on_sweep(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     sl_h1_client *client = arg;
-    int64_t now = monotonic_us();
+    int64_t now = sl_monotonic_us();
     conn *c = client->conns;
     while (c) {
         conn *next = c->next;
@@ -838,7 +828,7 @@ bool sl_h1_send(sl_h1_client *client, const sl_h1_target *target, const sl_http_
     ex->failed = false;
     ex->error[0] = '\0';
     ex->received = 0;
-    ex->started_us = monotonic_us();
+    ex->started_us = sl_monotonic_us();
     if (request->timeout_ms > 0) {
         struct timeval tv = {(time_t)(request->timeout_ms / 1000),
                              (suseconds_t)(request->timeout_ms % 1000 * 1000)};

@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <curl/curl.h>
 
 #include "close_later.h"
 #include "http_curl.h"
+#include "monotonic.h"
 
 typedef struct transfer {
     sl_curl_client *client;
@@ -65,13 +65,6 @@ static void unlink_active(sl_curl_client *client, transfer *t)
         t->next_active->prev_active = t->prev_active;
 }
 
-static int64_t monotonic_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void recycle(sl_curl_client *client, transfer *t)
 {
     curl_slist_free_all(t->headers);
@@ -107,7 +100,7 @@ static void drain_completed(sl_curl_client *client)
             .status = code == CURLE_OK ? (int)status : 0,
             .retry_after = t->has_retry_after ? retry_after : NULL,
             .error = code == CURLE_OK ? NULL : error,
-            .elapsed_us = monotonic_us() - t->started_us,
+            .elapsed_us = sl_monotonic_us() - t->started_us,
         };
         sl_http_done_fn done = t->done;
         void *arg = t->arg;
@@ -329,7 +322,7 @@ bool sl_curl_send(sl_curl_client *client, const sl_http_request *request, sl_htt
     t->arg = arg;
     t->has_retry_after = false;
     t->error[0] = '\0';
-    t->started_us = monotonic_us();
+    t->started_us = sl_monotonic_us();
     t->headers = NULL;
     for (size_t i = 0; i < request->header_count; i++) {
         struct curl_slist *more = curl_slist_append(t->headers, request->headers[i]);

@@ -1,13 +1,13 @@
 /* redis_conn.c - see redis_conn.h. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
 #include "log.h"
 #include "lua_scripts.h"
+#include "monotonic.h"
 #include "redis_conn.h"
 
 #define RECONNECT_MIN_MS 100
@@ -33,7 +33,7 @@ struct sl_redis_conn {
     struct event *watchdog;
     long backoff_ms;
     size_t pending;         /* commands sent, not yet answered */
-    long long last_reply_us;
+    int64_t last_reply_us;
     sl_redis_metrics *metrics; /* the caller's, or own_metrics */
     sl_redis_metrics own_metrics;
     bool closing; /* freeing: the disconnect is ours, do not reconnect */
@@ -44,13 +44,6 @@ typedef struct pending_call {
     sl_redis_reply_fn fn;
     void *arg;
 } pending_call;
-
-static long long monotonic_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 bool sl_redis_is_noscript(const redisReply *reply)
 {
@@ -79,7 +72,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     pending_call *call = privdata;
     sl_redis_conn *conn = call->conn;
     conn->pending--;
-    conn->last_reply_us = monotonic_us();
+    conn->last_reply_us = sl_monotonic_us();
     if (r && ((redisReply *)r)->type == REDIS_REPLY_ERROR)
         sl_counter_add(&conn->metrics->errors, 1);
     call->fn(r, call->arg);
@@ -96,7 +89,7 @@ static bool send_internal(sl_redis_conn *conn, int argc, const char **argv, cons
         return false;
     *call = (pending_call){conn, fn, arg};
     if (conn->pending == 0)
-        conn->last_reply_us = monotonic_us(); /* the reply clock starts now */
+        conn->last_reply_us = sl_monotonic_us(); /* the reply clock starts now */
     if (redisAsyncCommandArgv(conn->ac, on_reply, call, argc, argv, argvlen) != REDIS_OK) {
         free(call);
         return false;
@@ -246,7 +239,7 @@ static void watchdog(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     sl_redis_conn *conn = arg;
-    if (conn->ac && conn->pending > 0 && monotonic_us() - conn->last_reply_us > REPLY_TIMEOUT_US) {
+    if (conn->ac && conn->pending > 0 && sl_monotonic_us() - conn->last_reply_us > REPLY_TIMEOUT_US) {
         SL_LOG(SL_LOG_WARNING, "msg=\"redis not answering, reconnecting\" pending=%zu", conn->pending);
         redisAsyncDisconnect(conn->ac);
     }

@@ -343,8 +343,9 @@ static void release_due(tenant *t)
     /* Claim again while the schedule in Redis still runs ahead of now: a
      * claim after its last slot restarts it at Redis's now, and the time
      * between is lost to the rate. So when late departures leave many
-     * jobs waiting, claims still go by time (up to MAX_WAITING). */
-    bool running_low = t->waiting < MAX_WAITING / 2 || t->claimed_until_us - now < REFILL_US;
+     * jobs waiting, claims still go by time (up to MAX_WAITING). Waiting
+     * jobs are in slot order: the tail's is the latest slot claimed. */
+    bool running_low = t->waiting < MAX_WAITING / 2 || t->tail->send_at_us - now < REFILL_US;
     if (running_low && !evtimer_pending(t->claim_timer, NULL))
         sl_tenant_claim(t);
 }
@@ -379,8 +380,6 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     j->lease = c->lease;
     j->attempts = c->attempts;
     j->send_at_us = c->slot_us - t->worker->clock_offset_us;
-    if (j->send_at_us > t->claimed_until_us)
-        t->claimed_until_us = j->send_at_us;
     j->element_len = c->job_len;
     push_waiting(t, j);
 }
@@ -509,7 +508,8 @@ static int64_t clamp(int64_t v, int64_t low, int64_t high)
  * takes to show. */
 static int64_t lookahead_us(int64_t rate_milli)
 {
-    return clamp(REFILL_US + LOOKAHEAD_INTERVALS * SL_JOB / rate_milli, REFILL_US, LOOKAHEAD_MAX_US);
+    int64_t lookahead = REFILL_US + LOOKAHEAD_INTERVALS * SL_JOB / rate_milli;
+    return lookahead < LOOKAHEAD_MAX_US ? lookahead : LOOKAHEAD_MAX_US;
 }
 
 /* How long outcomes gather before they are acked: BATCH_INTERVALS

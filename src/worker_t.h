@@ -58,7 +58,6 @@ typedef struct tenant {
 
     job *head, *tail;  /* claimed, waiting for their slot (slot order) */
     size_t waiting;
-    int64_t claimed_until_us; /* the latest slot claimed (send_at_us) */
     sl_pace pace;         /* how fast late jobs may catch up (pacing.h) */
     int64_t interval_us;  /* 1/rate, rounded down */
     job *flying;       /* HTTP requests under way */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "sink_core.h"
 
 /* ---- routes ---- */
@@ -39,17 +40,6 @@ static bool segment_end(char c)
     return c == '\0' || c == '/' || c == '?' || c == '#';
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Finds retry_after=VALUE in the query (which ends at '#' or NUL) and
  * percent-decodes it ('+' is a space) into out; NULL on success (out is ""
  * when absent), else why it is unusable. */
@@ -67,8 +57,8 @@ static const char *query_retry_after(const char *query, char out[SL_SINK_RETRY_A
                 if (c == '+') {
                     c = ' ';
                 } else if (c == '%') {
-                    int hi = i + 2 < len ? hex_value(p[i + 1]) : -1;
-                    int lo = i + 2 < len ? hex_value(p[i + 2]) : -1;
+                    int hi = i + 2 < len ? sl_hex_digit(p[i + 1]) : -1;
+                    int lo = i + 2 < len ? sl_hex_digit(p[i + 2]) : -1;
                     if (hi < 0 || lo < 0)
                         return "retry_after: bad percent-encoding";
                     c = hi * 16 + lo;

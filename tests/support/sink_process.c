@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hex.h"
 #include "process.h"
 #include "sink_process.h"
 
@@ -156,17 +157,6 @@ void sink_stop(sink_process *s)
 
 /* ---- the log ---- */
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Undoes the sink's escaping of in[0..len) into out (room for `cap` bytes,
  * cap >= 1), truncating; NUL-terminates and returns the unescaped length,
  * or -1 on a malformed escape. */
@@ -192,8 +182,8 @@ static long unescape(const char *in, size_t len, char *out, size_t cap)
                 c = '\\';
                 break;
             case 'x': {
-                int hi = i + 2 < len ? hex_value(in[i + 1]) : -1;
-                int lo = hi >= 0 ? hex_value(in[i + 2]) : -1;
+                int hi = i + 2 < len ? sl_hex_digit(in[i + 1]) : -1;
+                int lo = hi >= 0 ? sl_hex_digit(in[i + 2]) : -1;
                 if (hi < 0 || lo < 0)
                     return -1;
                 c = (char)(hi * 16 + lo);
