@@ -328,11 +328,13 @@ class Bench:
         cmd0 = r.commandstats()
         p = self.start_sluice(self.name("sluice-shaping-%d" % rate), cfg, trace)
         cpu0, threads0 = P.proc_cpu_s(p.pid), P.thread_cpu_s(p.pid)
+        sched0 = P.thread_sched(p.pid)
         t0 = time.monotonic()
         window = [P.now_us()]
         ok = self.wait_count(tail, n, seconds * 1.5 + 15, alive=[p], poll_s=0.05)
         cpu = P.proc_cpu_s(p.pid) - cpu0 if p.poll() is None else None
         thread = P.busiest_thread_s(threads0, P.thread_cpu_s(p.pid)) if p.poll() is None else None
+        runq = P.busiest_thread_wait(sched0, P.thread_sched(p.pid)) if p.poll() is None else None
         wall = time.monotonic() - t0
         window.append(P.now_us())
         cmd1 = r.commandstats()
@@ -359,6 +361,9 @@ class Bench:
             "late_max_us": max(late) if late else None,
             "sluice_cpu_pct": 100.0 * cpu / wall if cpu is not None and wall > 0 else None,
             "thread_cpu_pct": 100.0 * thread / wall if thread is not None and wall > 0 else None,
+            # the busiest thread, runnable but waiting for a CPU: per wake-up, share of the run
+            "runq_wait_us": 1e6 * runq[0] / runq[1] if runq and runq[1] else None,
+            "runq_wait_pct": 100.0 * runq[0] / wall if runq and wall > 0 else None,
             "round_trips_per_job": client / max(1, len(daemon)),
             "commands_per_job": everything / max(1, len(daemon)),
             "late_windows": late_windows,

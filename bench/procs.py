@@ -99,6 +99,29 @@ def busiest_thread_s(before, after):
     return max((v - before.get(t, 0.0) for t, v in after.items()), default=0.0)
 
 
+def thread_sched(pid):
+    """{thread id: (ns on a CPU, ns runnable but waiting for a CPU, times
+    it was scheduled)} of every thread of a process (/proc schedstat)."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                out[int(tid)] = tuple(int(x) for x in f.read().split()[:3])
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def busiest_thread_wait(before, after):
+    """(seconds waiting for a CPU, times scheduled) of the thread that ran
+    the longest between two thread_sched; None if there was none."""
+    deltas = [tuple(a - b for a, b in zip(v, before.get(t, (0, 0, 0)))) for t, v in after.items()]
+    if not deltas:
+        return None
+    run, wait, slices = max(deltas)
+    return wait / 1e9, slices
+
+
 def proc_status_kib(pid, key):
     """A "kB" line of /proc/PID/status (VmRSS, VmHWM, ...), in KiB."""
     with open("/proc/%d/status" % pid) as f:

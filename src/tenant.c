@@ -310,10 +310,11 @@ static int64_t head_departure(const tenant *t)
     return t->head->send_at_us > pace ? t->head->send_at_us : pace;
 }
 
+/* Before the job leaves the waiting list: the pace reads the head's slot. */
 static void note_departure(tenant *t, const job *j, int64_t now)
 {
     sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, now - j->send_at_us);
-    sl_pace_note(&t->pace, now);
+    sl_pace_note(&t->pace, t->interval_us, head_departure(t), now);
 }
 
 /* One line per departure: tenant, claim id, slot and departure on Redis's
