@@ -16,6 +16,7 @@
 #include "admission.h"
 #include "backoff.h"
 #include "log.h"
+#include "monotonic.h"
 #include "outcome.h"
 #include "pacing.h"
 #include "worker_t.h"
@@ -34,6 +35,7 @@
 #define LEASE_MARGIN_US 10000000      /* a lease outlives slot + timeout by 10 s */
 #define SEND_EARLY_US 20              /* timers fire a little late; don't add to it */
 #define ACK_FLUSH_ARGS 1024           /* flush an ack batch this large at once */
+#define ACK_BATCH_ARGS (3 * BATCH_INTERVALS) /* a delivered job's outcome is 3 arguments */
 #define ACK_DELAY_MIN_US 2000         /* else within BATCH_INTERVALS intervals, */
 #define ACK_DELAY_MAX_US 100000       /* but 2 to 100 ms */
 #define IDLE_MIN_MS 10
@@ -113,12 +115,23 @@ static void unlink_flying(tenant *t, job *j)
 
 /* ---- acks ---- */
 
+/* Outcomes gather until the first has waited ack_delay_us and there are
+ * BATCH_INTERVALS of them, or it has waited ACK_DELAY_MAX_US: a tenant far
+ * below its rate (bound by its concurrency or a slow endpoint) then still
+ * acks about BATCH_INTERVALS jobs per round trip, not one or two. Called
+ * after outcomes are added (more than once is harmless). */
 static void ack_added(tenant *t)
 {
-    if (t->ack_filling.count >= ACK_FLUSH_ARGS)
-        ack_flush(t);
-    else if (!evtimer_pending(t->ack_timer, NULL))
+    if (t->ack_filling.count == 0)
+        return;
+    int64_t now = sl_monotonic_us();
+    if (t->ack_first_us == 0) {
+        t->ack_first_us = now;
         arm(t->ack_timer, t->ack_delay_us);
+    } else if (t->ack_filling.count >= ACK_FLUSH_ARGS ||
+               (t->ack_filling.count >= ACK_BATCH_ARGS && now - t->ack_first_us >= t->ack_delay_us)) {
+        ack_flush(t);
+    }
 }
 
 static void on_ack_reply(redisReply *reply, void *arg)
@@ -134,7 +147,7 @@ static void on_ack_reply(redisReply *reply, void *arg)
     if (reply->type == REDIS_REPLY_ERROR)
         SL_LOG(SL_LOG_ERROR, "msg=\"ack failed; leases will expire and the jobs be retried\" tenant=%s error=\"%s\"",
                t->name, reply->str);
-    if (t->ack_filling.count > 0)
+    if (t->ack_due)
         ack_flush(t);
 }
 
@@ -143,8 +156,11 @@ static void ack_flush(tenant *t)
     worker *w = t->worker;
     evtimer_del(t->ack_timer);
     const char *sha = sl_redis_conn_sha(w->redis, "ack");
-    if (t->ack_outstanding || !sha)
-        return; /* the reply, or readiness, flushes again */
+    if (t->ack_outstanding || !sha) {
+        t->ack_due = true; /* the reply, or readiness, flushes again */
+        return;
+    }
+    t->ack_due = false;
     if (!t->ack_resend) {
         if (t->ack_filling.count == 0)
             return;
@@ -153,6 +169,7 @@ static void ack_flush(tenant *t)
             sl_argv_add(&t->ack_sending, t->ack_filling.text + t->ack_filling.offsets[i],
                         t->ack_filling.lengths[i]);
         sl_argv_reset(&t->ack_filling);
+        t->ack_first_us = 0;
     }
     const char **argv = sl_argv_finish(&t->ack_sending);
     if (!argv) {
@@ -162,13 +179,20 @@ static void ack_flush(tenant *t)
     t->ack_resend = !sl_redis_conn_send(w->redis, (int)t->ack_sending.count, argv,
                                         t->ack_sending.lengths, on_ack_reply, t);
     t->ack_outstanding = !t->ack_resend;
+    /* a resend leaves what gathered meanwhile (its timer is gone) to the reply */
+    t->ack_due = t->ack_filling.count > 0;
 }
 
 static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
 {
     (void)fd;
     (void)kind;
-    ack_flush(arg);
+    tenant *t = arg;
+    int64_t waited = sl_monotonic_us() - t->ack_first_us;
+    if (t->ack_filling.count < ACK_BATCH_ARGS && waited < ACK_DELAY_MAX_US)
+        arm(t->ack_timer, ACK_DELAY_MAX_US - waited); /* for more outcomes, or the longest wait */
+    else
+        ack_flush(t);
 }
 
 static void release_job(tenant *t, job *j)
@@ -513,8 +537,9 @@ static int64_t lookahead_us(int64_t rate_milli)
     return lookahead < LOOKAHEAD_MAX_US ? lookahead : LOOKAHEAD_MAX_US;
 }
 
-/* How long outcomes gather before they are acked: BATCH_INTERVALS
- * intervals, within 2..100 ms. Longer would leave more delivered jobs to
+/* How long outcomes gather before they are acked (at least; ack_added
+ * waits for BATCH_INTERVALS of them): BATCH_INTERVALS intervals, within
+ * 2..100 ms. Longer would leave more delivered jobs to
  * be delivered again if this process died before acking them; and a 10 ms
  * floor was measured to make departures later at 100-10,000/s (up to 19 ms
  * at the p99 instead of under 1 ms, bench --only shaping), so fast tenants

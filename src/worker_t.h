@@ -72,7 +72,9 @@ typedef struct tenant {
 
     sl_argv ack_filling; /* ops gathered since the last flush */
     sl_argv ack_sending; /* the batch on the wire (or to resend) */
+    int64_t ack_first_us; /* when ack_filling got its first outcome (monotonic; 0: empty) */
     bool ack_outstanding;
+    bool ack_due;        /* a flush came while an ack was outstanding: its reply flushes */
     bool ack_resend;     /* ack_sending failed: send it again when ready */
     int64_t ack_delay_us; /* outcomes gather this long before an ack */
     struct event *ack_timer;
