@@ -118,8 +118,9 @@ static void unlink_flying(tenant *t, job *j)
 /* Outcomes gather until the first has waited ack_delay_us and there are
  * BATCH_INTERVALS of them, or it has waited ACK_DELAY_MAX_US: a tenant far
  * below its rate (bound by its concurrency or a slow endpoint) then still
- * acks about BATCH_INTERVALS jobs per round trip, not one or two. Called
- * after outcomes are added (more than once is harmless). */
+ * acks about BATCH_INTERVALS jobs per round trip, not one or two. While
+ * draining, nothing waits. Called after outcomes are added (more than once
+ * is harmless). */
 static void ack_added(tenant *t)
 {
     if (t->ack_filling.count == 0)
@@ -128,10 +129,10 @@ static void ack_added(tenant *t)
     if (t->ack_first_us == 0) {
         t->ack_first_us = now;
         arm(t->ack_timer, t->ack_delay_us);
-    } else if (t->ack_filling.count >= ACK_FLUSH_ARGS ||
-               (t->ack_filling.count >= ACK_BATCH_ARGS && now - t->ack_first_us >= t->ack_delay_us)) {
-        ack_flush(t);
     }
+    if (t->worker->draining || t->ack_filling.count >= ACK_FLUSH_ARGS ||
+        (t->ack_filling.count >= ACK_BATCH_ARGS && now - t->ack_first_us >= t->ack_delay_us))
+        ack_flush(t);
 }
 
 static void on_ack_reply(redisReply *reply, void *arg)
@@ -189,7 +190,7 @@ static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
     (void)kind;
     tenant *t = arg;
     int64_t waited = sl_monotonic_us() - t->ack_first_us;
-    if (t->ack_filling.count < ACK_BATCH_ARGS && waited < ACK_DELAY_MAX_US)
+    if (!t->worker->draining && t->ack_filling.count < ACK_BATCH_ARGS && waited < ACK_DELAY_MAX_US)
         arm(t->ack_timer, ACK_DELAY_MAX_US - waited); /* for more outcomes, or the longest wait */
     else
         ack_flush(t);
