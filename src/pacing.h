@@ -8,17 +8,18 @@
  *   - a departure counts at the time it was allowed (by the pace, or its
  *     slot if later; or when it left, if a timer fired a hair early),
  *     unless it left more than a slack later: then where it left, less the
- *     slack. Lateness within the slack is forgiven, and
- *     a longer stall is caught up at the pace, not at once;
+ *     slack. Lateness within the slack is forgiven, and a longer stall is
+ *     caught up at the pace, not at once;
  *   - the next departure is allowed a least gap after the last counted one.
  * Where an interval is 300 us or more (rates up to 3,333/s) the slack is
  * 150 us and eleven gaps span ten intervals and the slack: never more than
  * 11 departures in any 10 intervals. Shorter intervals cannot keep that
- * here: this machine's scheduler wakes a busy worker 60 us late on average
- * and up to ms late (bench/RESULTS.md), and at 20,000/s, 50 us apart, each
- * lateness counted as a loss made the tenant run 4 to 10% slow. There the
- * slack is 2 ms, so what a late wake-up finds overdue (up to 2 ms of jobs)
- * leaves at once, and the least gap is 10/11 of an interval.
+ * on a busy host: with Redis and the endpoint on the same 2 cores, 1% of a
+ * sleeping thread's wake-ups come about 1 ms late (bench/RESULTS.md, the
+ * stall probe), 20 intervals at 20,000/s, and with each lateness counted
+ * as a loss the tenant ran 4 to 10% slow. There the slack is 2 ms, so
+ * what a late wake-up finds overdue (up to 2 ms of jobs) leaves at once,
+ * and the least gap is 10/11 of an interval.
  * This holds for one process. In a fleet each process paces only its own
  * departures, so a stalled member catching up can still crowd the merged
  * stream (measured in bench/RESULTS.md): pacing by a member's own slots

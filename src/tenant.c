@@ -538,10 +538,10 @@ static int64_t lookahead_us(int64_t rate_milli)
     return lookahead < LOOKAHEAD_MAX_US ? lookahead : LOOKAHEAD_MAX_US;
 }
 
-/* How long outcomes gather before they are acked (at least; ack_added
- * waits for BATCH_INTERVALS of them): BATCH_INTERVALS intervals, within
- * 2..100 ms. Longer would leave more delivered jobs to
- * be delivered again if this process died before acking them; and a 10 ms
+/* How long outcomes gather before they are acked (at least: ack_added
+ * also waits for BATCH_INTERVALS of them): BATCH_INTERVALS intervals,
+ * within 2..100 ms. Longer would leave more delivered jobs to be
+ * delivered again if this process died before acking them; and a 10 ms
  * floor was measured to make departures later at 100-10,000/s (up to 19 ms
  * at the p99 instead of under 1 ms, bench --only shaping), so fast tenants
  * keep acking every 2 ms. */
