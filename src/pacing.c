@@ -1,7 +1,7 @@
 /* pacing.c - see pacing.h. */
 #include "pacing.h"
 
-#define TIMER_SLACK_US 150  /* lateness forgiven where an interval has room for it */
+#define TIMER_SLACK_US 150  /* lateness forgiven where an interval has room for it, */
 #define SHORT_SLACK_US 2000 /* lateness forgiven at shorter intervals */
 
 /* Whether timer lateness of TIMER_SLACK_US fits in half an interval: then
@@ -11,9 +11,13 @@ static bool room_for_timers(int64_t interval_us)
     return interval_us >= 2 * TIMER_SLACK_US;
 }
 
+/* At long intervals a fifth of one: a departure late by that much does not
+ * hold the next, which keeps its slot (a stall spoils one gap, not three). */
 static int64_t slack(int64_t interval_us)
 {
-    return room_for_timers(interval_us) ? TIMER_SLACK_US : SHORT_SLACK_US;
+    if (!room_for_timers(interval_us))
+        return SHORT_SLACK_US;
+    return interval_us / 5 > TIMER_SLACK_US ? interval_us / 5 : TIMER_SLACK_US;
 }
 
 /* Eleven gaps span ten intervals and the slack (rounded up): 12 departures
@@ -21,7 +25,7 @@ static int64_t slack(int64_t interval_us)
  * intervals they span ten intervals: the most catch-up (10%) and no bound. */
 static int64_t least_gap(int64_t interval_us)
 {
-    int64_t room = room_for_timers(interval_us) ? TIMER_SLACK_US : 0;
+    int64_t room = room_for_timers(interval_us) ? slack(interval_us) : 0;
     return (10 * interval_us + room + 10) / 11;
 }
 

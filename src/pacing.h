@@ -12,8 +12,10 @@
  *     caught up at the pace, not at once;
  *   - the next departure is allowed a least gap after the last counted one.
  * Where an interval is 300 us or more (rates up to 3,333/s) the slack is
- * 150 us and eleven gaps span ten intervals and the slack: never more than
- * 11 departures in any 10 intervals. Shorter intervals cannot keep that
+ * 150 us or a fifth of an interval, whichever is more (so a departure late
+ * by that much does not hold the next one off its slot), and eleven gaps
+ * span ten intervals and the slack: never more than 11 departures in any
+ * 10 intervals. Shorter intervals cannot keep that
  * on a busy host: with Redis and the endpoint on the same 2 cores, 1% of a
  * sleeping thread's wake-ups come about 1 ms late (bench/RESULTS.md, the
  * stall probe), 20 intervals at 20,000/s, and with each lateness counted
