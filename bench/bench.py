@@ -210,11 +210,11 @@ class Bench:
         tail = P.LogTail(sink_log)
         t_start = P.now_us()
         daemons = [self.start_sluice(self.name("sluice-" + label), cfg) for _ in range(processes)]
-        threads0 = [P.thread_cpu_s(p.pid) for p in daemons]
+        threads0 = [P.thread_sched(p.pid) for p in daemons]
         ok = self.wait_count(tail, total, self.scale(180, 60), alive=daemons)
         time.sleep(0.05)  # the last acks
         sluice_cpu = sum(P.proc_cpu_s(p.pid) for p in daemons if p.poll() is None)
-        thread_s = max((P.busiest_thread_s(t0, P.thread_cpu_s(p.pid))
+        thread_s = max((P.busiest_thread_s(t0, P.thread_sched(p.pid))
                         for p, t0 in zip(daemons, threads0) if p.poll() is None), default=0.0)
         rss = max((P.proc_status_kib(p.pid, "VmHWM") for p in daemons if p.poll() is None),
                   default=0)
@@ -311,30 +311,37 @@ class Bench:
 
     # ---- 3. shaping ---------------------------------------------------------
 
-    def shaping_run(self, redis_port, rate, seconds):
-        tenant = "s%d" % rate
+    def shaped_backlog(self, redis_port, label, tenant, rate, seconds, workers=2):
+        """A fresh Redis holding seconds * rate + 1 jobs for tenant, shaped
+        to rate, and a sink of its own: (sink process, sink log, config, jobs)."""
         r = P.Redis(redis_port)
         r.call("FLUSHALL")
         r.close()
-        sink_p, url, sink_log = self.sink("sink-shaping-%d" % rate)
-        cfg = self.config(os.path.join(self.workdir, self.name("shaping-%d" % rate) + ".json"),
-                          redis_port, {tenant: {"endpoint": url + "/hook/" + tenant, "rate": rate,
-                                                "concurrency": SHAPED_CONCURRENCY}})
+        sink_p, url, sink_log = self.sink("sink-" + label)
+        cfg = self.config(os.path.join(self.workdir, self.name(label) + ".json"), redis_port,
+                          {tenant: {"endpoint": url + "/hook/" + tenant, "rate": rate,
+                                    "concurrency": SHAPED_CONCURRENCY}}, workers=workers)
         n = int(rate * seconds) + 1
         self.push(cfg, tenant, [job(i) for i in range(n)])
+        return sink_p, sink_log, cfg, n
+
+    def shaping_run(self, redis_port, rate, seconds):
+        tenant = "s%d" % rate
+        sink_p, sink_log, cfg, n = self.shaped_backlog(redis_port, "shaping-%d" % rate, tenant,
+                                                       rate, seconds)
         trace = os.path.join(self.workdir, self.name("trace-%d" % rate) + ".tsv")
         tail = P.LogTail(sink_log)
         r = P.Redis(redis_port)
         cmd0 = r.commandstats()
         p = self.start_sluice(self.name("sluice-shaping-%d" % rate), cfg, trace)
-        cpu0, threads0 = P.proc_cpu_s(p.pid), P.thread_cpu_s(p.pid)
-        sched0 = P.thread_sched(p.pid)
+        cpu0, threads0 = P.proc_cpu_s(p.pid), P.thread_sched(p.pid)
         t0 = time.monotonic()
         window = [P.now_us()]
         ok = self.wait_count(tail, n, seconds * 1.5 + 15, alive=[p], poll_s=0.05)
         cpu = P.proc_cpu_s(p.pid) - cpu0 if p.poll() is None else None
-        thread = P.busiest_thread_s(threads0, P.thread_cpu_s(p.pid)) if p.poll() is None else None
-        runq = P.busiest_thread_wait(sched0, P.thread_sched(p.pid)) if p.poll() is None else None
+        threads1 = P.thread_sched(p.pid) if p.poll() is None else None
+        thread = P.busiest_thread_s(threads0, threads1) if threads1 else None
+        runq = P.busiest_thread_wait(threads0, threads1) if threads1 else None
         wall = time.monotonic() - t0
         window.append(P.now_us())
         cmd1 = r.commandstats()
@@ -468,15 +475,8 @@ class Bench:
 
     def fleet_run(self, redis_port, k, rate, seconds):
         tenant = "f%d" % k
-        r = P.Redis(redis_port)
-        r.call("FLUSHALL")
-        r.close()
-        sink_p, url, sink_log = self.sink("sink-fleet-%d" % k)
-        cfg = self.config(os.path.join(self.workdir, self.name("fleet-%d" % k) + ".json"),
-                          redis_port, {tenant: {"endpoint": url + "/hook/" + tenant, "rate": rate,
-                                                "concurrency": SHAPED_CONCURRENCY}}, workers=1)
-        n = int(rate * seconds) + 1
-        self.push(cfg, tenant, [job(i) for i in range(n)])
+        sink_p, sink_log, cfg, n = self.shaped_backlog(redis_port, "fleet-%d" % k, tenant, rate,
+                                                       seconds, workers=1)
         tail = P.LogTail(sink_log)
         traces = [os.path.join(self.workdir, self.name("trace-fleet-%d" % k) + ".tsv")
                   for _ in range(k)]

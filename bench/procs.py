@@ -81,24 +81,6 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def thread_cpu_s(pid):
-    """{thread id: utime + stime in seconds} of every thread of a process."""
-    out = {}
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            out[int(tid)] = (int(fields[11]) + int(fields[12])) / CLK_TCK
-        except OSError:
-            pass
-    return out
-
-
-def busiest_thread_s(before, after):
-    """The most CPU seconds any one thread used between two thread_cpu_s."""
-    return max((v - before.get(t, 0.0) for t, v in after.items()), default=0.0)
-
-
 def thread_sched(pid):
     """{thread id: (ns on a CPU, ns runnable but waiting for a CPU, times
     it was scheduled)} of every thread of a process (/proc schedstat)."""
@@ -112,14 +94,24 @@ def thread_sched(pid):
     return out
 
 
+def _busiest_thread(before, after):
+    """(ns on a CPU, ns waiting for one, times scheduled) between two
+    thread_sched of the thread that ran the longest; None if none did."""
+    deltas = [tuple(a - b for a, b in zip(v, before.get(t, (0, 0, 0)))) for t, v in after.items()]
+    return max(deltas) if deltas else None
+
+
+def busiest_thread_s(before, after):
+    """The most CPU seconds any one thread used between two thread_sched."""
+    busiest = _busiest_thread(before, after)
+    return busiest[0] / 1e9 if busiest else 0.0
+
+
 def busiest_thread_wait(before, after):
     """(seconds waiting for a CPU, times scheduled) of the thread that ran
     the longest between two thread_sched; None if there was none."""
-    deltas = [tuple(a - b for a, b in zip(v, before.get(t, (0, 0, 0)))) for t, v in after.items()]
-    if not deltas:
-        return None
-    run, wait, slices = max(deltas)
-    return wait / 1e9, slices
+    busiest = _busiest_thread(before, after)
+    return (busiest[1] / 1e9, busiest[2]) if busiest else None
 
 
 def proc_status_kib(pid, key):
@@ -299,7 +291,8 @@ class LogTail:
         self.partial = b""
         self.count = 0
 
-    def read_new(self):
+    def _complete_lines(self):
+        """The bytes of the lines completed since the last call."""
         with open(self.path, "rb") as f:
             f.seek(self.offset)
             data = f.read()
@@ -307,20 +300,16 @@ class LogTail:
         data = self.partial + data
         cut = data.rfind(b"\n") + 1
         self.partial = data[cut:]
-        lines = data[:cut].splitlines()
+        return data[:cut]
+
+    def read_new(self):
+        lines = self._complete_lines().splitlines()
         self.count += len(lines)
         return lines
 
     def count_new(self):
         """Like read_new, but only counts (cheap for large logs)."""
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            data = f.read()
-        self.offset += len(data)
-        data = self.partial + data
-        cut = data.rfind(b"\n") + 1
-        self.partial = data[cut:]
-        n = data.count(b"\n", 0, cut)
+        n = self._complete_lines().count(b"\n")
         self.count += n
         return n
 

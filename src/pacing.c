@@ -1,7 +1,7 @@
 /* pacing.c - see pacing.h. */
 #include "pacing.h"
 
-#define TIMER_SLACK_US 150  /* lateness forgiven where an interval has room for it, */
+#define TIMER_SLACK_US 150  /* lateness forgiven where an interval has room for it */
 #define SHORT_SLACK_US 2000 /* lateness forgiven at shorter intervals */
 
 /* Whether timer lateness of TIMER_SLACK_US fits in half an interval: then

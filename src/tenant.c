@@ -125,13 +125,13 @@ static void ack_added(tenant *t)
 {
     if (t->ack_filling.count == 0)
         return;
-    int64_t now = sl_monotonic_us();
     if (t->ack_first_us == 0) {
-        t->ack_first_us = now;
+        t->ack_first_us = sl_monotonic_us();
         arm(t->ack_timer, t->ack_delay_us);
     }
     if (t->worker->draining || t->ack_filling.count >= ACK_FLUSH_ARGS ||
-        (t->ack_filling.count >= ACK_BATCH_ARGS && now - t->ack_first_us >= t->ack_delay_us))
+        (t->ack_filling.count >= ACK_BATCH_ARGS &&
+         sl_monotonic_us() - t->ack_first_us >= t->ack_delay_us))
         ack_flush(t);
 }
 
