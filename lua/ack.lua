@@ -20,6 +20,7 @@ Reply {applied, stale}
 
 -- sluice:include shaping
 -- sluice:include dead_letter
+-- sluice:include job_record
 
 local K_INFLIGHT, K_JOBS, K_RETRY, K_DLQ, K_SHAPE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local tenant = ARGV[1]
@@ -27,15 +28,19 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function fmt(n) return string.format('%d', n) end
 
--- The job's record if it still holds `lease`, else nil.
+-- The job's record if it still holds `lease`, else nil. A record this
+-- version cannot read stays leased: when the lease expires, claim.lua
+-- dead-letters it whole.
 local function take(id, lease)
   local score = redis.call('ZSCORE', K_INFLIGHT, id)
   if not score or tonumber(score) ~= tonumber(lease) then return nil end
-  redis.call('ZREM', K_INFLIGHT, id)
   local record = redis.call('HGET', K_JOBS, id)
+  local attempts, first_seen, job
+  if record then attempts, first_seen, job = job_record_decode(record) end
+  if record and not job then return nil end
+  redis.call('ZREM', K_INFLIGHT, id)
   if not record then return nil end
-  local attempts, first_seen, job = string.match(record, '^(%d+):(%d+):(.*)$')
-  return {attempts = tonumber(attempts), first_seen = tonumber(first_seen), job = job}
+  return {attempts = attempts, first_seen = first_seen, job = job}
 end
 
 local applied, stale = 0, 0
@@ -62,7 +67,7 @@ while i <= #ARGV do
     elseif op == 'retry' or op == 'release' then
       if op == 'retry' then
         record.attempts = record.attempts + 1
-        redis.call('HSET', K_JOBS, id, fmt(record.attempts) .. ':' .. fmt(record.first_seen) .. ':' .. record.job)
+        redis.call('HSET', K_JOBS, id, job_record_encode(record.attempts, record.first_seen, record.job))
       end
       redis.call('ZADD', K_RETRY, fmt(now + tonumber(ARGV[i + 3])), id)
     else -- dead

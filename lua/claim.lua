@@ -25,7 +25,7 @@ Reply {now_us, next_us, queue_len, reaped, dead_lettered,
       as one slot came within reach took about one job per claim), and
       refill_us is the time a claim has to come back before the slot.
 
-Records in `jobs`: "<attempts>:<first_seen_us>:<job as pushed>". Expired
+Records in `jobs`: see lua/job_record.lua. Expired
 leases (a worker died) go to `retry`, due now: retries are claimed before
 new jobs, and keep their id (Idempotency-Key), attempts and first-seen time.
 ]]
@@ -37,6 +37,7 @@ new jobs, and keep their id (Idempotency-Key), attempts and first-seen time.
 -- sluice:include sliding_window_log
 -- sluice:include sliding_window_counter
 -- sluice:include dead_letter
+-- sluice:include job_record
 
 local ALGORITHMS = {
   policing = {load = policing_load, decide = policing_decide, store = policing_store},
@@ -127,8 +128,12 @@ for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
     if not record then
       redis.call('ZREM', K_RETRY, id) -- nothing to deliver (acked elsewhere)
     else
-      local a, f, rest = string.match(record, '^(%d+):(%d+):(.*)$')
-      attempts, first_seen, job = tonumber(a), tonumber(f), rest
+      attempts, first_seen, job = job_record_decode(record)
+      if not job then -- not written by this version's scripts: kept whole, not delivered
+        redis.call('ZREM', K_RETRY, id)
+        redis.call('HDEL', K_JOBS, id)
+        dead_letter(record, 'bad_record', 0, now, 'claim record is not "attempts:first_seen:job"', id)
+      end
     end
   else
     job = redis.call('LINDEX', K_QUEUE, -1)
@@ -177,7 +182,7 @@ for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
       end
       if not id then
         id = id_prefix .. string.format('%x', #claimed)
-        redis.call('HSET', K_JOBS, id, fmt(attempts) .. ':' .. fmt(first_seen) .. ':' .. job)
+        redis.call('HSET', K_JOBS, id, job_record_encode(attempts, first_seen, job))
       end
       local lease = slot + lease_us
       redis.call('ZADD', K_INFLIGHT, fmt(lease), id)

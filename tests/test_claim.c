@@ -49,7 +49,7 @@ typedef struct claimed {
     char id[MAX_BATCH][64];
     char job[MAX_BATCH][256];
     char reasons[256]; /* the dead letters by reason: "overflow=7 expired=1" */
-    int64_t slot[MAX_BATCH], lease[MAX_BATCH], attempts[MAX_BATCH];
+    int64_t slot[MAX_BATCH], lease[MAX_BATCH], attempts[MAX_BATCH], first_seen[MAX_BATCH];
 } claimed;
 
 static claimed *claim(const sl_claim_params *p)
@@ -70,6 +70,7 @@ static claimed *claim(const sl_claim_params *p)
         c->slot[i] = jobs[i].slot_us;
         c->lease[i] = jobs[i].lease;
         c->attempts[i] = jobs[i].attempts;
+        c->first_seen[i] = jobs[i].first_seen_us;
     }
     size_t used = 0;
     for (size_t i = 0; i < c->result.dead_reason_count; i++) {
@@ -198,7 +199,9 @@ Test(claim, acks_done_retry_dead_and_stale_leases)
     cr_assert_not_null(strstr(dead, "\"attempts\":1"), "%s", dead);
     cr_assert_not_null(strstr(dead, "\"tenant\":\"acme\""), "%s", dead);
     cr_assert_not_null(strstr(dead, "\"job\":\"{\\\"id\\\":\\\"c\\\"}\""), "%s", dead);
-    cr_assert_not_null(strstr(dead, "\"first_seen_ms\":"), "%s", dead);
+    char first_seen[64];
+    snprintf(first_seen, sizeof first_seen, "\"first_seen_ms\":%lld", (long long)(c->first_seen[2] / 1000));
+    cr_assert_not_null(strstr(dead, first_seen), "%s lacks %s", dead, first_seen);
     cr_assert_not_null(strstr(dead, "\"dead_at_ms\":"), "%s", dead);
     free(dead);
 
@@ -208,6 +211,9 @@ Test(claim, acks_done_retry_dead_and_stale_leases)
     cr_assert_eq(r->result.job_count, 2);
     cr_assert_str_eq(r->id[0], c->id[1]);
     cr_assert_eq(r->attempts[0], 1);
+    cr_assert_eq(r->first_seen[0], c->first_seen[1], "first seen at its first claim");
+    cr_assert_str_eq(r->job[0], "{\"id\":\"b\"}");
+    cr_assert_gt(r->first_seen[1], c->first_seen[1], "the new job is first seen now");
     cr_assert_str_eq(r->job[1], "{\"id\":\"new\"}");
     /* an ack with the old lease no longer applies */
     sl_ack_start(&args, ack_sha, &keys, "acme");
@@ -230,7 +236,46 @@ Test(claim, expired_leases_are_reclaimed_with_their_record)
     cr_assert_eq(again->result.job_count, 1);
     cr_assert_str_eq(again->id[0], c->id[0], "same job, same Idempotency-Key");
     cr_assert_eq(again->attempts[0], 0, "a crash is not an attempt");
+    cr_assert_eq(again->first_seen[0], c->first_seen[0]);
     cr_assert_str_eq(again->job[0], "{\"body\":1}");
+    free(c);
+    free(again);
+}
+
+Test(claim, records_keep_any_job_and_unreadable_ones_are_dead_lettered_whole)
+{
+    const char *odd = "raw:0:12:\nline two: \"quoted\"";
+    push(odd);
+    push("{}");
+    sl_claim_params p = params(1000000, SEC, 10);
+    p.raw = true;
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 2);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_retry(&args, c->id[0], c->lease[0], 0, "HTTP 500");
+    send_ack();
+    /* a record this version did not write: an ack leaves it leased */
+    freeReplyObject(redisCommand(fx.conn, "HSET %s %s %s", keys.jobs, c->id[1], "not a record"));
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_done(&args, c->id[1], c->lease[1]);
+    send_ack();
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 1, "the unreadable record stays leased");
+
+    /* the retry comes back whole; the unreadable record, due as a retry, is dead-lettered */
+    freeReplyObject(redisCommand(fx.conn, "ZREM %s %s", keys.inflight, c->id[1]));
+    freeReplyObject(redisCommand(fx.conn, "ZADD %s 0 %s", keys.retry, c->id[1]));
+    claimed *again = claim(&p);
+    cr_assert_eq(again->result.job_count, 1);
+    cr_assert_str_eq(again->job[0], odd);
+    cr_assert_eq(again->attempts[0], 1);
+    cr_assert_eq(again->first_seen[0], c->first_seen[0]);
+    cr_assert_str_eq(again->reasons, "bad_record=1");
+    char *dead = newest_dead_letter();
+    cr_assert_not_null(strstr(dead, "\"reason\":\"bad_record\""), "%s", dead);
+    cr_assert_not_null(strstr(dead, "\"job\":\"not a record\""), "%s", dead);
+    free(dead);
+    cr_assert_eq(count("HLEN %s", keys.jobs), 1, "only the retried job keeps a record");
+    cr_assert_eq(count("ZCARD %s", keys.retry), 0);
     free(c);
     free(again);
 }
