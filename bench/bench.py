@@ -50,8 +50,8 @@ def log(msg):
     print("bench: " + msg, flush=True)
 
 
-def job(i):
-    return b'{"body":{"n":%d,"pad":"%s"}}' % (i, PAD)
+def job(i, extra_pad=0):
+    return b'{"body":{"n":%d,"pad":"%s"}}' % (i, PAD + b"x" * extra_pad)
 
 
 class Bench:
@@ -311,24 +311,47 @@ class Bench:
 
     # ---- 3. shaping ---------------------------------------------------------
 
-    def shaped_backlog(self, redis_port, label, tenant, rate, seconds, workers=2):
-        """A fresh Redis holding seconds * rate + 1 jobs for tenant, shaped
-        to rate, and a sink of its own: (sink process, sink log, config, jobs)."""
+    def shaped_backlog(self, redis_port, label, tenants, rate, seconds, workers=2):
+        """A fresh Redis holding seconds * rate + 1 jobs for each of tenants,
+        all shaped to rate, and a sink of their own: (sink process, sink log,
+        config, jobs per tenant)."""
         r = P.Redis(redis_port)
         r.call("FLUSHALL")
         r.close()
         sink_p, url, sink_log = self.sink("sink-" + label)
         cfg = self.config(os.path.join(self.workdir, self.name(label) + ".json"), redis_port,
-                          {tenant: {"endpoint": url + "/hook/" + tenant, "rate": rate,
-                                    "concurrency": SHAPED_CONCURRENCY}}, workers=workers)
+                          {t: {"endpoint": url + "/hook/" + t, "rate": rate,
+                               "concurrency": SHAPED_CONCURRENCY} for t in tenants},
+                          workers=workers)
         n = int(rate * seconds) + 1
-        self.push(cfg, tenant, [job(i) for i in range(n)])
+        for t in tenants:
+            self.push(cfg, t, [job(i) for i in range(n)])
         return sink_p, sink_log, cfg, n
 
-    def shaping_run(self, redis_port, rate, seconds):
-        tenant = "s%d" % rate
-        sink_p, sink_log, cfg, n = self.shaped_backlog(redis_port, "shaping-%d" % rate, tenant,
-                                                       rate, seconds)
+    @staticmethod
+    def stagger(redis_port, tenants, rate):
+        """Spreads the tenants' schedules over one interval, starting in 1 s
+        (each tenant's next_free, as a pause sets it): tenants started
+        together would share every slot, and one stall of the machine would
+        then spoil a gap of each, a single event counted once per tenant."""
+        r = P.Redis(redis_port)
+        sec, usec = r.call("TIME")
+        start = int(sec) * 1000000 + int(usec) + 1000000
+        for k, t in enumerate(tenants):
+            r.call("HSET", "sluice:{%s}:shape" % t, "next_free",
+                   str(start + k * int(1e6 / rate) // len(tenants)), "frac", "0")
+        r.close()
+
+    def shaping_run(self, redis_port, rate, seconds, tenant_count):
+        """tenant_count tenants at rate, each its own schedule: a low rate
+        gives few gaps in a run, and a p99 needs more than 100 of them."""
+        tenants = ["s%d" % rate] if tenant_count == 1 else \
+            ["s%d-%d" % (rate, k) for k in range(tenant_count)]
+        sink_p, sink_log, cfg, per_tenant = self.shaped_backlog(
+            redis_port, "shaping-%d" % rate, tenants, rate, seconds)
+        n = per_tenant * tenant_count
+        if tenant_count > 1:
+            self.stagger(redis_port, tenants, rate)
         trace = os.path.join(self.workdir, self.name("trace-%d" % rate) + ".tsv")
         tail = P.LogTail(sink_log)
         r = P.Redis(redis_port)
@@ -350,19 +373,22 @@ class Bench:
         self.procs.stop(sink_p)
         client, everything = S.sluice_commands(S.command_counts(cmd0, cmd1))
         tr = P.trace_records(trace)
-        daemon = [d_local for (_, _, _, _, d_local) in tr]
+        daemon = [[d_local for (t, _, _, _, d_local) in tr if t == tenant] for tenant in tenants]
         late = [d_redis - slot for (_, _, slot, d_redis, _) in tr]
         # (when it should have left, when it left) on this host's clock
         late_windows = [(d_local - (d_redis - slot), d_local)
                         for (_, _, slot, d_redis, d_local) in tr if d_redis - slot > 500]
-        endpoint = [a for a, _, _, st in P.sink_records(sink_log) if st == 200]
+        arrivals = P.sink_records(sink_log)
+        endpoint = [[a for a, _, uri, st in arrivals if st == 200 and uri == "/hook/" + tenant]
+                    for tenant in tenants]
         return {
             "rate": rate,
             "seconds": seconds,
             "jobs": n,
-            "complete": ok and len(endpoint) >= n,
-            "daemon": S.shaping_summary(daemon, rate),
-            "endpoint": S.shaping_summary(endpoint, rate),
+            "tenants": tenant_count,
+            "complete": ok and sum(len(e) for e in endpoint) >= n,
+            "daemon": S.tenants_summary(daemon, rate),
+            "endpoint": S.tenants_summary(endpoint, rate),
             "late_p50_us": S.percentile(late, 50),
             "late_p99_us": S.percentile(late, 99),
             "late_max_us": max(late) if late else None,
@@ -371,8 +397,8 @@ class Bench:
             # the busiest thread, runnable but waiting for a CPU: per wake-up, share of the run
             "runq_wait_us": 1e6 * runq[0] / runq[1] if runq and runq[1] else None,
             "runq_wait_pct": 100.0 * runq[0] / wall if runq and wall > 0 else None,
-            "round_trips_per_job": client / max(1, len(daemon)),
-            "commands_per_job": everything / max(1, len(daemon)),
+            "round_trips_per_job": client / max(1, len(tr)),
+            "commands_per_job": everything / max(1, len(tr)),
             "late_windows": late_windows,
             "window_us": window,
         }
@@ -447,13 +473,17 @@ class Bench:
         _, port = P.start_redis(self.procs, self.name("redis-shaping"))
         runs = []
         probe = self.start_probe("stall-probe-shaping")
-        plan = self.scale([(1, 30), (10, 20), (100, 10), (1000, 10), (10000, 10), (20000, 10)],
-                          [(1, 5), (10, 3), (100, 3), (1000, 3), (10000, 3), (20000, 3)])
+        # (rate, seconds, tenants): at 1/s and 10/s, 20 and 5 tenants give 600
+        # and 1,000 gaps, as 100/s gives with one.
+        plan = self.scale([(1, 30, 20), (10, 20, 5), (100, 10, 1), (1000, 10, 1),
+                           (10000, 10, 1), (20000, 10, 1)],
+                          [(1, 5, 20), (10, 3, 5), (100, 3, 1), (1000, 3, 1), (10000, 3, 1),
+                           (20000, 3, 1)])
         if self.args.rates:
             wanted = [int(r) for r in self.args.rates.split(",")]
-            plan = [(rate, seconds) for rate, seconds in plan if rate in wanted]
-        for rate, seconds in plan:
-            res = self.shaping_run(port, rate, seconds)
+            plan = [p for p in plan if p[0] in wanted]
+        for rate, seconds, tenant_count in plan:
+            res = self.shaping_run(port, rate, seconds, tenant_count)
             d = res["daemon"]
             log("[shaping] %d/s for %d s: error %.3f%%, p99 jitter %s us, max in 10 intervals %d"
                 % (rate, seconds, 100 * (d["error"] or 0), d["jitter_p99_us"], d["max_in_10"]))
@@ -475,7 +505,7 @@ class Bench:
 
     def fleet_run(self, redis_port, k, rate, seconds):
         tenant = "f%d" % k
-        sink_p, sink_log, cfg, n = self.shaped_backlog(redis_port, "fleet-%d" % k, tenant, rate,
+        sink_p, sink_log, cfg, n = self.shaped_backlog(redis_port, "fleet-%d" % k, [tenant], rate,
                                                        seconds, workers=1)
         tail = P.LogTail(sink_log)
         traces = [os.path.join(self.workdir, self.name("trace-fleet-%d" % k) + ".tsv")
@@ -591,8 +621,10 @@ class Bench:
         cfg_slow = self.config(os.path.join(self.workdir, "memory-slow.json"), port, slow,
                                workers=1, grace_ms=200)
         # The delta also holds the list's key and the tenants set: nothing per job.
+        # Payloads take 16 consecutive lengths, so that the allocator's size
+        # classes (16 bytes apart) average out instead of favouring one length.
         used0 = r.used_memory()
-        jobs = [job(i) for i in range(n)]
+        jobs = [job(i, i % 16) for i in range(n)]
         payload = sum(len(j) for j in jobs) / n
         self.push(cfg_slow, tenant, jobs)
         del jobs
@@ -620,6 +652,10 @@ class Bench:
         queued_now = r.call("LLEN", qkey)
         moved = queued - queued_now
         per_claimed_keys = (mu_jobs + mu_inflight) / max(1, claimed)
+        # The claimed jobs are the oldest, not a sample of all: their own payload
+        # (a record ends with the job as pushed, which starts at its '{').
+        records = r.call("HVALS", "sluice:{%s}:jobs" % tenant)
+        claimed_payload = sum(len(v) - v.index(b"{") for v in records) / max(1, len(records))
         self.stop_sluice(p)
         self.procs.stop(sink_p)
 
@@ -644,12 +680,13 @@ class Bench:
             "queue_memory_usage": mu_queue,
             "claimed": claimed, "inflight": inflight, "per_claimed_keys": per_claimed_keys,
             "held": self.held, "moved": moved,
-            "claimed_overhead": per_claimed_keys - payload,
+            "claimed_payload": claimed_payload,
+            "claimed_overhead": per_claimed_keys - claimed_payload,
             "rss_slow_kib": rss_slow, "rss_drain_max_kib": rss_max, "hwm_drain_kib": hwm,
             "drained": queued_before - queued_after,
         }
         log("[memory] claimed: %.1f bytes each (payload %.1f); sluice RSS %d KiB holding, %d KiB draining"
-            % (per_claimed_keys, payload, rss_slow, rss_max))
+            % (per_claimed_keys, claimed_payload, rss_slow, rss_max))
 
     # ---- the run ------------------------------------------------------------
 

@@ -315,13 +315,13 @@ class LogTail:
 
 
 def sink_records(path):
-    """(arrival_us, key, tenant, status) of each request in a sink log."""
+    """(arrival_us, key, uri, status) of each request in a sink log."""
     out = []
     with open(path, "rb") as f:
         for line in f:
             parts = line.split(b"\t", 6)
             if len(parts) >= 6:
-                out.append((int(parts[0]), parts[3].decode(), parts[4].decode(), int(parts[5])))
+                out.append((int(parts[0]), parts[3].decode(), parts[2].decode(), int(parts[5])))
     return out
 
 

@@ -190,7 +190,7 @@ unset multiplot
         gnuplot("""
 set terminal pngcairo size 1000,560 font ",10"
 set output '%s'
-set title "Gap jitter |gap - 1/rate| by rate (one tenant, from a backlog)"
+set title "Gap jitter |gap - 1/rate| by rate (from a backlog; 1/s and 10/s: 20 and 5 tenants)"
 set xlabel "rate (jobs/s)"
 set ylabel "jitter (us)"
 set logscale xy
@@ -286,7 +286,10 @@ def sections(res, facts, command):
         rows = []
         for r in sh["runs"]:
             d, e = r["daemon"], r["endpoint"]
-            rows.append(["%s/s" % format(r["rate"], ","), "%d s" % r["seconds"], r["jobs"],
+            tenants = r.get("tenants", 1)
+            rows.append(["%s/s" % format(r["rate"], ","),
+                         "%d s" % r["seconds"] + (", %d tenants" % tenants if tenants > 1 else ""),
+                         r["jobs"],
                          pct(d["error"]), pct(e["error"]),
                          "%s / %s / %s" % (f(d["jitter_p50_us"]), f(d["jitter_p99_us"]),
                                            f(d["jitter_max_us"])),
@@ -304,16 +307,25 @@ def sections(res, facts, command):
                          "%s / %s" % (f(r.get("runq_wait_us")), f(r.get("runq_wait_pct"), "%.0f%%")),
                          "yes" if r["complete"] else "NO"])
         md.append("## 3. Shaping accuracy\n\nOne tenant, its backlog queued before the daemon "
-                  "starts, concurrency 256 (never the bound here), keyspace notifications off. *Daemon* figures come from "
+                  "starts, concurrency 256 (never the bound here), keyspace notifications off. "
+                  "At 1/s and 10/s a run of one tenant has 30 and 200 gaps, too few for a p99 "
+                  "(one late wake-up would decide it), so those runs shape 20 and 5 tenants at "
+                  "that rate in the same daemon, each on its own schedule, the schedules spread "
+                  "evenly over one interval (each tenant's `next_free` set before the start, as a "
+                  "pause sets it; started together they would share every slot, and one stall "
+                  "would spoil a gap of each): 600 and 1,000 gaps. "
+                  "Jitter pools every tenant's own gaps; the rate error, the most in 10 "
+                  "intervals and the least gap are the worst tenant's. *Daemon* figures come from "
                   "`--trace-departures` (the departure time on this host's clock, column 5), "
                   "*endpoint* figures from the sink's arrival timestamps (same clock; they add "
                   "curl, the loopback and the sink's event loop). Rate error: (n-1)/(last-first) "
                   "against the rate. Jitter: |gap - 1/rate| between consecutive departures "
-                  "(us, p50 / p99 / max). Most in 10 intervals: the most departures in any "
+                  "(us, p50 / p99 / max), each tenant's first gap left out: the first "
+                  "departure's slot is the moment of its claim, so it leaves one claim round "
+                  "trip late, which is pickup latency (section 5), not shaping; *late* keeps it. Most in 10 intervals: the most departures in any "
                   "half-open window of 10/rate. Least gap: the shortest gap as a fraction of "
                   "1/rate. Late: departure minus slot, both on Redis's clock (us, p99 / max). "
-                  "With fewer than 100 gaps (1/s and 10/s runs: 30 and 200) the p99 is the "
-                  "largest or second largest gap: one late wake-up decides it. CPU: % of one core, "
+                  "CPU: % of one core, "
                   "from the daemon's start to the last arrival; a tenant is served by one "
                   "worker thread, so the busiest thread is the one that matters. *Machine stall*: "
                   "while the shaping runs, an independent process (bench/stall_probe.py) sleeps "
@@ -417,11 +429,13 @@ def sections(res, facts, command):
              "%.1f MiB (VmHWM %.1f MiB; %s jobs drained)" % (mem["rss_drain_max_kib"] / MIB,
                                                              mem["hwm_drain_kib"] / MIB,
                                                              format(mem["drained"], ","))],
-            ["job payload (the list element)", "%.1f bytes" % mem["payload"]],
+            ["job payload (the list element; 16 lengths, one job in 16 each)",
+             "%.1f bytes" % mem["payload"]],
             ["Redis bytes per queued job (used_memory delta / jobs)", "%.1f" % mem["per_queued"]],
             ["  the same by MEMORY USAGE of the list", "%.1f" % (mem["queue_memory_usage"] / mem["queued"])],
             ["Redis bytes per claimed job (MEMORY USAGE of jobs + inflight / claimed)",
              "%.1f (%d claimed)" % (mem["per_claimed_keys"], mem["claimed"])],
+            ["  their payload (the claimed jobs' own)", "%.1f bytes" % mem["claimed_payload"]],
             ["claimed-job overhead beyond the payload", "%.1f bytes" % mem["claimed_overhead"]],
         ]))
     noise = res.get("noise")

@@ -34,8 +34,13 @@ def rate_error(times, rate):
 
 def gap_jitter(times, rate):
     """|gap - 1/rate| of consecutive departures, in us: (p50, p99, max)."""
+    return pooled_gap_jitter([times], rate)
+
+
+def pooled_gap_jitter(series, rate):
+    """gap_jitter over the gaps of several series, each series' own gaps."""
     interval = 1e6 / rate
-    j = [abs(g - interval) for g in gaps(times)]
+    j = [abs(g - interval) for times in series for g in gaps(times)]
     if not j:
         return (None, None, None)
     return (percentile(j, 50), percentile(j, 99), max(j))
@@ -70,16 +75,31 @@ def bins(times, start_us, bin_us, count):
 
 def shaping_summary(times, rate):
     """Everything the shaping table shows for one series of departures."""
-    p50, p99, mx = gap_jitter(times, rate)
+    return tenants_summary([times], rate)
+
+
+def tenants_summary(series, rate):
+    """The same for several tenants shaped to the same rate, one series of
+    departures each: the jitter pools every tenant's own gaps; the rate,
+    its error, the most in 10 intervals and the least gap are the worst
+    tenant's. The jitter leaves out each series' first gap: the first
+    departure's slot is the moment it was claimed, so it leaves a claim
+    round trip late, which is pickup latency (measured on its own), not
+    shaping."""
+    p50, p99, mx = pooled_gap_jitter([sorted(t)[1:] for t in series], rate)
+    errors = [e for e in (rate_error(t, rate) for t in series) if e is not None]
+    worst = max(errors, key=abs) if errors else None
+    least = [g for g in (min_gap_ratio(t, rate) for t in series) if g is not None]
     return {
-        "n": len(times),
-        "rate": rate_per_s(times),
-        "error": rate_error(times, rate),
+        "n": sum(len(t) for t in series),
+        "tenants": len(series),
+        "rate": None if worst is None else rate * (1 + worst),
+        "error": worst,
         "jitter_p50_us": p50,
         "jitter_p99_us": p99,
         "jitter_max_us": mx,
-        "max_in_10": most_in_window(times, 10 * 1e6 / rate),
-        "min_gap": min_gap_ratio(times, rate),
+        "max_in_10": max((most_in_window(t, 10 * 1e6 / rate) for t in series), default=0),
+        "min_gap": min(least) if least else None,
     }
 
 

@@ -40,6 +40,23 @@ class Stats(unittest.TestCase):
         p50, p99, mx = S.gap_jitter(sorted(times), 1000)
         self.assertEqual(mx, 900)
 
+    def test_tenants_pool_their_own_gaps_and_keep_the_worst(self):
+        exact = [1000 * k for k in range(101)]  # 1,000/s
+        slow = [5 + 1010 * k for k in range(101)]  # 1% slow, 5 us after the first
+        s = S.tenants_summary([exact, slow], 1000)
+        self.assertEqual(s["n"], 202)
+        self.assertEqual(s["tenants"], 2)
+        self.assertAlmostEqual(s["error"], 1000 / 1010 - 1)  # the worst tenant's
+        self.assertEqual(s["max_in_10"], 10)  # not 20: each tenant on its own
+        self.assertEqual(s["jitter_max_us"], 10)  # no gap across tenants (5 us)
+        self.assertEqual(s["jitter_p99_us"], 10)  # 200 gaps, half of them 10 off
+        self.assertEqual(s["jitter_p50_us"], 0)
+        self.assertEqual(S.shaping_summary(exact, 1000)["jitter_max_us"], 0)
+        # a first departure one claim round trip late is pickup, not jitter
+        late_start = [700] + exact[1:]
+        self.assertEqual(S.shaping_summary(late_start, 1000)["jitter_max_us"], 0)
+        self.assertEqual(S.gap_jitter(late_start, 1000)[2], 700)
+
     def test_window_is_half_open(self):
         self.assertEqual(S.most_in_window([0, 10, 20], 20), 2)
         self.assertEqual(S.most_in_window([0, 10, 20], 21), 3)
