@@ -35,11 +35,13 @@ local function take(id, lease)
   local score = redis.call('ZSCORE', K_INFLIGHT, id)
   if not score or tonumber(score) ~= tonumber(lease) then return nil end
   local record = redis.call('HGET', K_JOBS, id)
-  local attempts, first_seen, job
-  if record then attempts, first_seen, job = job_record_decode(record) end
-  if record and not job then return nil end
+  if not record then
+    redis.call('ZREM', K_INFLIGHT, id)
+    return nil
+  end
+  local attempts, first_seen, job = job_record_decode(record)
+  if not job then return nil end
   redis.call('ZREM', K_INFLIGHT, id)
-  if not record then return nil end
   return {attempts = attempts, first_seen = first_seen, job = job}
 end
 
