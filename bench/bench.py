@@ -39,6 +39,7 @@ import stats as S  # noqa: E402
 HARD_CAP_S = 1500  # the whole run, whatever happens
 FAST_RATE = 1000000  # jobs/s: far above what one box can deliver (the config's maximum)
 SHAPED_CONCURRENCY = 256  # never the bound of a shaped run, even at 20,000/s on a loaded box
+TWIN_MAX_RATE = 1000  # jobs/s: the jitter target's range, and as often as a Python timer keeps up
 PAD = b"0123456789abcdef"
 
 
@@ -162,6 +163,22 @@ class Bench:
         path = os.path.join(self.workdir, name + ".tsv")
         p = self.procs.start(name, [sys.executable, os.path.join(HERE, "stall_probe.py"), path])
         return p, path
+
+    def start_twin(self, base, wakeups_per_s, max_s):
+        """A bare timer with the daemon's wake-up rate (bench/timer_twin.py)."""
+        name = self.name(base)
+        path = os.path.join(self.workdir, name + ".txt")
+        argv = [sys.executable, os.path.join(HERE, "timer_twin.py"), path,
+                str(int(1e6 / wakeups_per_s)), str(max_s)]
+        return self.procs.start(name, argv), path, wakeups_per_s
+
+    def stop_twin(self, twin):
+        """The twin's gap jitter: (p50, p99, max) us."""
+        p, path, wakeups_per_s = twin
+        self.procs.stop(p)
+        with open(path) as f:
+            times = [int(line) for line in f if line.strip()]
+        return S.gap_jitter(times, wakeups_per_s)
 
     def stop_probe(self, probe):
         p, path = probe
@@ -356,6 +373,10 @@ class Bench:
         tail = P.LogTail(sink_log)
         r = P.Redis(redis_port)
         cmd0 = r.commandstats()
+        # Where the jitter target applies, a bare timer keeping the daemon's
+        # wake-up rate runs beside it: the floor this machine gives that run.
+        twin = self.start_twin("timer-twin-%d" % rate, rate * tenant_count, seconds * 1.5 + 20) \
+            if rate <= TWIN_MAX_RATE else None
         p = self.start_sluice(self.name("sluice-shaping-%d" % rate), cfg, trace)
         cpu0, threads0 = P.proc_cpu_s(p.pid), P.thread_sched(p.pid)
         t0 = time.monotonic()
@@ -371,6 +392,7 @@ class Bench:
         r.close()
         self.stop_sluice(p)
         self.procs.stop(sink_p)
+        twin_jitter = self.stop_twin(twin) if twin else (None, None, None)
         client, everything = S.sluice_commands(S.command_counts(cmd0, cmd1))
         tr = P.trace_records(trace)
         daemon = [[d_local for (t, _, _, _, d_local) in tr if t == tenant] for tenant in tenants]
@@ -389,6 +411,8 @@ class Bench:
             "complete": ok and sum(len(e) for e in endpoint) >= n,
             "daemon": S.tenants_summary(daemon, rate),
             "endpoint": S.tenants_summary(endpoint, rate),
+            "twin_jitter_p99_us": twin_jitter[1],
+            "twin_jitter_max_us": twin_jitter[2],
             "late_p50_us": S.percentile(late, 50),
             "late_p99_us": S.percentile(late, 99),
             "late_max_us": max(late) if late else None,

@@ -77,8 +77,12 @@ def targets(res):
         low = [r for r in runs if r["rate"] <= 1000]
         if low:
             w = max(low, key=lambda r: r["daemon"]["jitter_p99_us"] or 0)
+            twin = [r["twin_jitter_p99_us"] for r in low if r.get("twin_jitter_p99_us") is not None]
             out.append(("p99 gap jitter < 0.5 ms up to 1,000/s (daemon trace)",
-                        "worst %s us at %d/s" % (f(w["daemon"]["jitter_p99_us"]), w["rate"]),
+                        "worst %s us at %d/s" % (f(w["daemon"]["jitter_p99_us"]), w["rate"])
+                        + (" (a bare timer beside it: %s us; beside the runs: %s to %s us)"
+                           % (f(w.get("twin_jitter_p99_us")), f(min(twin)), f(max(twin)))
+                           if twin else ""),
                         all((r["daemon"]["jitter_p99_us"] or 1e9) < 500 for r in low)))
             w = max(low, key=lambda r: r["endpoint"]["jitter_p99_us"] or 0)
             out.append(("(same, measured at the endpoint)",
@@ -301,6 +305,7 @@ def sections(res, facts, command):
                          "%d (%d)" % (r.get("late_over_500us", 0), r.get("late_in_stall", 0)),
                          "%s / %s" % (probe_us(r.get("probe_p99_us"), r.get("probe_wakeups")),
                                       probe_us(r.get("probe_p999_us"), r.get("probe_wakeups"))),
+                         "%s / %s" % (f(r.get("twin_jitter_p99_us")), f(r.get("twin_jitter_max_us"))),
                          f(r["round_trips_per_job"], "%.2f"),
                          "%s / %s" % (f(r["sluice_cpu_pct"], "%.0f%%"),
                                       f(r["thread_cpu_pct"], "%.0f%%")),
@@ -335,7 +340,10 @@ def sections(res, facts, command):
                   "lateness during each run (p99 / p99.9) is the floor this machine gives any "
                   "sleeping thread at that moment. A stall of one vCPU that the probe, "
                   "on the other, does not share is not counted, so the attribution is a lower "
-                  "bound. *Round trips/job*: the "
+                  "bound. *A bare timer*: up to 1,000/s, beside each run, a process "
+                  "(bench/timer_twin.py) that only keeps a schedule of its own, waking as often "
+                  "as the daemon must (rate times tenants), on absolute deadlines; its gap "
+                  "jitter is the least any timer got from this machine during that run. *Round trips/job*: the "
                   "commands sluice sent (claims, acks, clock probes) per departure. *Waiting "
                   "for a CPU*: how long the busiest sluice thread was runnable but not running "
                   "(the kernel's schedstat), per time it was scheduled and as a share of the "
@@ -346,6 +354,7 @@ def sections(res, facts, command):
                          "most in 10 intervals daemon/endpoint", "least gap daemon/endpoint",
                          "late us p99/max", "late > 0.5 ms (of which in a machine stall)",
                          "probe wake-up lateness us p99/p99.9",
+                         "a bare timer's jitter us p99/max",
                          "round trips/job", "sluice CPU process / busiest thread",
                          "busiest thread waiting for a CPU us per wake-up / % of the run",
                          "all delivered"], rows))
