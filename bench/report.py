@@ -184,12 +184,14 @@ unset multiplot
     if sh and sh.get("runs"):
         data = os.path.join(workdir, "jitter.dat")
         with open(data, "w") as fh:
-            fh.write("# rate d_p50 d_p99 d_max e_p50 e_p99 e_max (us)\n")
+            fh.write("# rate d_p50 d_p99 d_max e_p50 e_p99 e_max twin_p99 (us; twin: NaN if none)\n")
             for r in sh["runs"]:
                 d, e = r["daemon"], r["endpoint"]
                 vals = [d["jitter_p50_us"], d["jitter_p99_us"], d["jitter_max_us"],
                         e["jitter_p50_us"], e["jitter_p99_us"], e["jitter_max_us"]]
-                fh.write("%d %s\n" % (r["rate"], " ".join("%g" % max(0.5, v or 0) for v in vals)))
+                twin = r.get("twin_jitter_p99_us")
+                fh.write("%d %s %s\n" % (r["rate"], " ".join("%g" % max(0.5, v or 0) for v in vals),
+                                         "%g" % max(0.5, twin) if twin is not None else "NaN"))
         png = os.path.join(out, "shaping-jitter.png")
         gnuplot("""
 set terminal pngcairo size 1000,560 font ",10"
@@ -208,6 +210,7 @@ plot '%s' using 1:2 with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "p50, depa
      '' using 1:5 with linespoints dt 2 pt 6 lc rgb "#1f77b4" title "p50, endpoint arrivals", \\
      '' using 1:6 with linespoints dt 2 pt 4 lc rgb "#ff7f0e" title "p99, endpoint arrivals", \\
      '' using 1:7 with linespoints dt 2 pt 8 lc rgb "#d62728" title "max, endpoint arrivals", \\
+     '' using 1:8 with linespoints lw 1 pt 3 lc rgb "#9467bd" title "p99, a bare timer beside the run", \\
      500 with lines lc rgb "#2ca02c" dt 3 title "target for p99 up to 1,000/s (0.5 ms)", \\
      1e6/x with lines lc rgb "#888888" dt 4 title "one interval, 1/rate"
 """ % (png, data), notes)
