@@ -39,10 +39,10 @@ void sl_close_later_add(sl_close_later *c, int fd)
         c->cap = n;
     }
     c->fds[c->count++] = fd;
-    if (!evtimer_pending(c->timer, NULL)) {
-        struct timeval next_turn = {0, 0};
-        evtimer_add(c->timer, &next_turn);
-    }
+    /* Added again even when pending: a timer already due in this turn
+     * would close fd before the next wait; re-adding it puts it after. */
+    struct timeval next_turn = {0, 0};
+    evtimer_add(c->timer, &next_turn);
 }
 
 void sl_close_later_free(sl_close_later *c)

@@ -31,7 +31,6 @@
 
 /* The longest line of a response head this client reads. */
 #define READ_BUFFER_SIZE 8192
-#define IDLE_CONNECTIONS_MAX 4096
 /* libcurl's defaults, kept: an idle connection closes after 118 s, a
  * resolved name is reused for 60 s. */
 #define IDLE_CLOSE_US (118 * INT64_C(1000000))
@@ -41,6 +40,14 @@
 typedef struct origin origin;
 typedef struct conn conn;
 typedef struct exchange exchange;
+
+/* What a name lookup calls back with. libevent reports a cancelled lookup
+ * (and those of a freed resolver) a loop turn later, when the origin may
+ * be gone: sl_h1_client_free then clears o, and the late callback only
+ * frees the ticket. */
+typedef struct dns_ticket {
+    origin *o;
+} dns_ticket;
 
 struct exchange {
     sl_h1_client *client;
@@ -56,11 +63,10 @@ struct exchange {
     size_t received; /* bytes of response */
     bool head_request;
     bool retried;    /* sent again once already */
-    bool failed;     /* error holds why */
     int64_t started_us;
     struct event *timeout;
     sl_h1_response response;
-    char error[256];
+    char error[256]; /* why it failed; "" if it did not */
     exchange *next; /* in the origin's wait, the report queue or the free list */
 };
 
@@ -89,8 +95,8 @@ struct origin {
     struct evutil_addrinfo *addresses;
     bool numeric; /* an address, not a name: never resolved again */
     int64_t resolved_us;
-    bool resolving;
-    struct evdns_getaddrinfo_request *dns_request;
+    dns_ticket *lookup; /* while a lookup is under way */
+    struct evdns_getaddrinfo_request *dns_request; /* its handle, to cancel it */
     conn *idle;                 /* stack */
     exchange *waiting, *waiting_tail; /* for addresses */
     origin *next;               /* hash chain */
@@ -99,7 +105,6 @@ struct origin {
 struct sl_h1_client {
     struct event_base *base;
     struct evdns_base *dns; /* made for the first host name */
-    bool closing;
     origin **buckets;
     size_t bucket_count, origin_count;
     conn *conns;
@@ -122,9 +127,8 @@ static void finish(exchange *ex, const char *error)
     sl_h1_client *client = ex->client;
     evtimer_del(ex->timeout);
     ex->conn = NULL;
-    ex->failed = error != NULL;
     if (error)
-        snprintf(ex->error, sizeof ex->error, "%s", error);
+        snprintf(ex->error, sizeof ex->error, "%s", error[0] ? error : "failed");
     ex->next = NULL;
     if (client->reports_tail)
         client->reports_tail->next = ex;
@@ -150,10 +154,11 @@ static void on_report_soon(evutil_socket_t fd, short kind, void *arg)
         client->reports = ex->next;
         if (!client->reports)
             client->reports_tail = NULL;
+        bool failed = ex->error[0] != '\0';
         sl_http_result result = {
-            .status = ex->failed ? 0 : ex->response.status,
-            .retry_after = !ex->failed && ex->response.has_retry_after ? ex->response.retry_after : NULL,
-            .error = ex->failed ? ex->error : NULL,
+            .status = failed ? 0 : ex->response.status,
+            .retry_after = !failed && ex->response.has_retry_after ? ex->response.retry_after : NULL,
+            .error = failed ? ex->error : NULL,
             .elapsed_us = sl_monotonic_us() - ex->started_us,
         };
         /* Recycled only after done: the texts above are ex's, and a
@@ -227,7 +232,7 @@ static void close_conn(conn *c)
 static void make_idle(conn *c)
 {
     sl_h1_client *client = c->client;
-    if (client->idle_count >= IDLE_CONNECTIONS_MAX) {
+    if (client->idle_count >= SL_HTTP_IDLE_CONNECTIONS_MAX) {
         close_conn(c);
         return;
     }
@@ -488,16 +493,10 @@ static bool addresses_fresh(const origin *o, int64_t now)
     return o->addresses && (o->numeric || now - o->resolved_us < DNS_KEEP_US);
 }
 
-static void on_resolved(int result, struct evutil_addrinfo *addresses, void *arg)
+/* The lookup of o's name ended (result 0: with addresses): its waiting
+ * requests go on, or end with the reason. */
+static void lookup_ended(origin *o, int result, struct evutil_addrinfo *addresses)
 {
-    origin *o = arg;
-    o->resolving = false;
-    o->dns_request = NULL;
-    if (o->client->closing || result == EVUTIL_EAI_CANCEL) {
-        if (addresses)
-            evutil_freeaddrinfo(addresses);
-        return;
-    }
     exchange *waiting = o->waiting;
     o->waiting = o->waiting_tail = NULL;
     if (result == 0) {
@@ -519,14 +518,30 @@ static void on_resolved(int result, struct evutil_addrinfo *addresses, void *arg
     }
 }
 
+static void on_resolved(int result, struct evutil_addrinfo *addresses, void *arg)
+{
+    dns_ticket *ticket = arg;
+    origin *o = ticket->o;
+    free(ticket);
+    if (!o) { /* the client is gone */
+        if (addresses)
+            evutil_freeaddrinfo(addresses);
+        return;
+    }
+    o->lookup = NULL;
+    o->dns_request = NULL;
+    lookup_ended(o, result, addresses);
+}
+
 /* Looks o's name up; its waiting requests go on when the answer comes. */
 static void resolve(origin *o)
 {
     sl_h1_client *client = o->client;
     if (!client->dns)
         client->dns = evdns_base_new(client->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-    if (!client->dns) {
-        on_resolved(EVUTIL_EAI_FAIL, NULL, o);
+    dns_ticket *ticket = client->dns ? malloc(sizeof *ticket) : NULL;
+    if (!ticket) {
+        lookup_ended(o, client->dns ? EVUTIL_EAI_MEMORY : EVUTIL_EAI_FAIL, NULL);
         return;
     }
     struct evutil_addrinfo hints = {
@@ -534,12 +549,13 @@ static void resolve(origin *o)
         .ai_socktype = SOCK_STREAM,
         .ai_protocol = IPPROTO_TCP,
     }; /* no AI_ADDRCONFIG: it may hide localhost on a host without a network */
-    o->resolving = true;
+    ticket->o = o;
+    o->lookup = ticket;
     /* The answer may come before evdns_getaddrinfo returns (from
-     * /etc/hosts, say); then it returns NULL and o->resolving is false. */
+     * /etc/hosts, say); then it returns NULL and o->lookup is NULL again. */
     struct evdns_getaddrinfo_request *request =
-        evdns_getaddrinfo(client->dns, o->host, o->port, &hints, on_resolved, o);
-    if (o->resolving)
+        evdns_getaddrinfo(client->dns, o->host, o->port, &hints, on_resolved, ticket);
+    if (o->lookup)
         o->dns_request = request;
 }
 
@@ -605,11 +621,12 @@ static origin *find_origin(sl_h1_client *client, const sl_h1_target *target)
 /* ---- requests ---- */
 
 /* Puts ex on a connection: an idle one of its origin, else a new one
- * (once the origin's name is resolved). */
+ * (once the origin's name is resolved). A request sent again goes on a
+ * new one: the idle ones may be as dead as the one that failed it. */
 static void dispatch(exchange *ex)
 {
     origin *o = ex->origin;
-    if (o->idle) {
+    if (o->idle && !ex->retried) {
         conn *c = o->idle;
         unlink_idle(c);
         attach(ex, c);
@@ -622,7 +639,7 @@ static void dispatch(exchange *ex)
         else
             o->waiting = ex;
         o->waiting_tail = ex;
-        if (!o->resolving)
+        if (!o->lookup)
             resolve(o);
         return;
     }
@@ -731,11 +748,13 @@ void sl_h1_client_free(sl_h1_client *client)
 {
     if (!client)
         return;
-    client->closing = true;
     for (size_t i = 0; i < client->bucket_count; i++)
         for (origin *o = client->buckets[i]; o; o = o->next)
-            if (o->dns_request)
-                evdns_getaddrinfo_cancel(o->dns_request);
+            if (o->lookup) {
+                o->lookup->o = NULL; /* its callback comes after o is freed */
+                if (o->dns_request)
+                    evdns_getaddrinfo_cancel(o->dns_request);
+            }
     if (client->dns)
         evdns_base_free(client->dns, 1);
     while (client->conns) {
@@ -825,7 +844,6 @@ bool sl_h1_send(sl_h1_client *client, const sl_h1_target *target, const sl_http_
     ex->body_len = sl_h1_request_has_body(request->method, request->body_len) ? request->body_len : 0;
     ex->head_request = strcmp(request->method, "HEAD") == 0;
     ex->retried = false;
-    ex->failed = false;
     ex->error[0] = '\0';
     ex->received = 0;
     ex->started_us = sl_monotonic_us();

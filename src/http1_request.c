@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "http1_request.h"
+#include "redis_url.h" /* sl_port_parse */
 
 static bool copy_text(char *out, size_t out_size, const char *from, size_t len)
 {
@@ -51,26 +52,16 @@ static bool parse_authority(const char *authority, size_t len, sl_h1_target *t)
     }
     if (host_len == 0 || !copy_text(t->host, sizeof t->host, host, host_len))
         return false;
-    bool bracketed = authority[0] == '[';
-    if (!port || port == authority + len) { /* "host" or "host:" */
-        strcpy(t->port, "80");
-        snprintf(t->authority, sizeof t->authority, bracketed ? "[%s]" : "%s", t->host);
-        return true;
-    }
-    size_t port_len = (size_t)(authority + len - port);
-    unsigned value = 0;
-    for (size_t i = 0; i < port_len; i++) {
-        if (port[i] < '0' || port[i] > '9' || port_len > 5)
-            return false;
-        value = value * 10 + (unsigned)(port[i] - '0');
-    }
-    if (value == 0 || value > 65535)
+    int value = 80; /* "host" and "host:" */
+    size_t port_len = port ? (size_t)(authority + len - port) : 0;
+    if (port_len > 0 && !sl_port_parse(port, port_len, &value))
         return false;
-    snprintf(t->port, sizeof t->port, "%u", value);
+    snprintf(t->port, sizeof t->port, "%d", value);
+    bool bracketed = authority[0] == '[';
     if (value == 80)
         snprintf(t->authority, sizeof t->authority, bracketed ? "[%s]" : "%s", t->host);
     else
-        snprintf(t->authority, sizeof t->authority, bracketed ? "[%s]:%u" : "%s:%u", t->host, value);
+        snprintf(t->authority, sizeof t->authority, bracketed ? "[%s]:%d" : "%s:%d", t->host, value);
     return true;
 }
 

@@ -16,6 +16,10 @@
 
 typedef struct sl_http_client sl_http_client;
 
+/* The most idle connections each of the two clients keeps open, all hosts
+ * together (libcurl's CURLMOPT_MAXCONNECTS for https://). */
+#define SL_HTTP_IDLE_CONNECTIONS_MAX 4096
+
 typedef struct sl_http_request {
     const char *method;      /* "POST", ... */
     const char *url;

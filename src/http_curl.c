@@ -29,8 +29,6 @@ typedef struct transfer {
     struct transfer *prev_active, *next_active; /* while in flight */
 } transfer;
 
-#define IDLE_CONNECTIONS_MAX 4096
-
 typedef struct socket_watch {
     struct event *ev;
     short kind; /* what ev watches */
@@ -248,7 +246,7 @@ sl_curl_client *sl_curl_client_new(struct event_base *base, char *err, size_t er
     /* libcurl's default keeps 4 idle connections per transfer under way, so
      * a lull in traffic closed connections the next burst had to open
      * again. Idle ones still close after CURLOPT_MAXAGE_CONN (118 s). */
-    curl_multi_setopt(client->multi, CURLMOPT_MAXCONNECTS, (long)IDLE_CONNECTIONS_MAX);
+    curl_multi_setopt(client->multi, CURLMOPT_MAXCONNECTS, (long)SL_HTTP_IDLE_CONNECTIONS_MAX);
     return client;
 }
 
