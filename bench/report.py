@@ -98,10 +98,10 @@ def targets(res):
         worst = max(single + fleet, key=lambda s: s[1])
         out.append(("never more than 11 departures in 10 intervals (daemon trace)",
                     "most %d (%s)" % (worst[1], worst[0]), worst[1] <= 11))
-        kept = [s for s in single if s[2] <= 3333]  # src/pacing.h: intervals of 300 us or more
+        kept = [s for s in single if s[2] <= 3333]  # src/job/pacing.h: intervals of 300 us or more
         if kept:
             worst = max(kept, key=lambda s: s[1])
-            out.append(("(same, one process up to 3,333/s, where timers allow it: src/pacing.h)",
+            out.append(("(same, one process up to 3,333/s, where timers allow it: src/job/pacing.h)",
                         "most %d (%s)" % (worst[1], worst[0]), worst[1] <= 11))
         if fleet:
             worst = max(fleet, key=lambda s: s[1])

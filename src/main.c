@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "config.h"
-#include "daemon.h"
-#include "log.h"
-#include "lua_scripts.h"
+#include "cli/cli.h"
+#include "config/config.h"
+#include "daemon/daemon.h"
+#include "base/log.h"
+#include "redis/lua_scripts.h"
 #include "version.h"
 
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };

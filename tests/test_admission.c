@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
+#include "admission/admission.h"
 #include "models.h"
 
 #define T0 INT64_C(4102444800000000) /* 2100-01-01, epoch microseconds */

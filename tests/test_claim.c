@@ -1,12 +1,12 @@
 /* test_claim.c - lua/claim.lua and lua/ack.lua on a real redis-server,
- * called through the daemon's own encoders (src/claim.h). */
+ * called through the daemon's own encoders (src/redis/claim.h). */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "claim.h"
+#include "redis/claim.h"
 #include "redis_fixture.h"
 
 #define SEC INT64_C(1000000)

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
-#include "config.h"
-#include "errors.h"
-#include "redis_url.h"
+#include "admission/admission.h"
+#include "config/config.h"
+#include "base/errors.h"
+#include "config/redis_url.h"
 
 #define SECRET "s3cr3t-T0ken"
 

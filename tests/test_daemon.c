@@ -17,8 +17,8 @@
 
 #include "daemon_env.h"
 #include "daemon_process.h"
-#include "monotonic.h"
-#include "pacing.h"
+#include "base/monotonic.h"
+#include "job/pacing.h"
 #include "redis_fixture.h"
 #include "sink_process.h"
 

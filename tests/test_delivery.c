@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "backoff.h"
-#include "outcome.h"
-#include "retry_after.h"
+#include "job/backoff.h"
+#include "job/outcome.h"
+#include "job/retry_after.h"
 
 /* ---- backoff ---------------------------------------------------------- */
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envelope.h"
+#include "job/envelope.h"
 
 static const char *const allow[] = {"https://a.example/v1", "http://b.example/", "https://c.example"};
 

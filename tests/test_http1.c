@@ -6,8 +6,8 @@
 
 #include <criterion/criterion.h>
 
-#include "http1_request.h"
-#include "http1_response.h"
+#include "http/http1_request.h"
+#include "http/http1_response.h"
 
 /* Feeds text as a reader would: in pieces of `piece` bytes, keeping what
  * the parser did not take and offering it again with the next piece.

@@ -13,8 +13,8 @@
 #include <criterion/criterion.h>
 #include <event2/event.h>
 
-#include "close_later.h"
-#include "http1_client.h"
+#include "http/close_later.h"
+#include "http/http1_client.h"
 #include "raw_http_server.h"
 
 #define OK_EMPTY "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"

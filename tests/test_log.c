@@ -1,7 +1,7 @@
 /* test_log.c - log lines as JSON (log_json.c): pure, no I/O. */
 #include <criterion/criterion.h>
 
-#include "log_json.h"
+#include "base/log_json.h"
 
 Test(log_json, fields_become_an_object)
 {

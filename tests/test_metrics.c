@@ -7,9 +7,9 @@
 
 #include <event2/buffer.h>
 
-#include "config.h"
-#include "config_reload.h"
-#include "metrics.h"
+#include "config/config.h"
+#include "config/config_reload.h"
+#include "base/metrics.h"
 
 /* The rendered text of view, NUL-terminated; the caller frees it. */
 static char *render(const sl_process_view *view)

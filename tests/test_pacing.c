@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <stdint.h>
 
-#include "pacing.h"
+#include "job/pacing.h"
 
 /* Departs jobs with the given slots (interval_us apart in the schedule),
  * each at the latest of its slot, the pace, and `ready_at` (the end of a

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "admission.h"
+#include "admission/admission.h"
 #include "redis_fixture.h"
 #include "script_client.h"
 

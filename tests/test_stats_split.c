@@ -5,8 +5,8 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 
-#include "admission.h"
-#include "stats_split.h"
+#include "admission/admission.h"
+#include "admission/stats_split.h"
 
 #define T0 INT64_C(4102444800000000) /* 2100-01-01, epoch microseconds */
 #define JOBS 24

@@ -13,7 +13,7 @@
 
 #include "daemon_process.h"
 #include "redis_fixture.h"
-#include "sd_notify.h"
+#include "daemon/sd_notify.h"
 
 Test(sd_notify, socket_addresses)
 {

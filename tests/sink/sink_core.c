@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hex.h"
+#include "base/hex.h"
 #include "sink_core.h"
 
 /* ---- routes ---- */

@@ -1,4 +1,4 @@
-/* models.c - the model_ops table over src/admission.h. */
+/* models.c - the model_ops table over src/admission/admission.h. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "admission.h"
+#include "admission/admission.h"
 
 typedef struct model_ops {
     const char *script; /* name in lua/ and in sl_lua_scripts */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lua_scripts.h"
+#include "redis/lua_scripts.h"
 #include "script_client.h"
 
 bool sc_load(redisContext *c, const char *name, char sha[41])

@@ -8,7 +8,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "admission.h"
+#include "admission/admission.h"
 
 /* SCRIPT LOADs the embedded script `name`; writes its SHA1 (41 bytes). */
 bool sc_load(redisContext *c, const char *name, char sha[41]);

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hex.h"
+#include "base/hex.h"
 #include "process.h"
 #include "sink_process.h"
 

@@ -1,0 +1,96 @@
+/* cli_redis.h - what the Redis subcommands share: the -c/--redis/--prefix
+ * options, loading the config, one blocking connection with a 5 s timeout,
+ * and error messages that name the address but never the password. */
+#ifndef SLUICE_CLI_REDIS_H
+#define SLUICE_CLI_REDIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
+
+#include "config/config.h"
+#include "config/redis_url.h"
+
+enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
+
+/* The options some subcommands take besides the shared ones. */
+enum { SL_CLI_TAKES_JSON = 1, SL_CLI_TAKES_LIMIT = 2, SL_CLI_TAKES_COUNT = 4 };
+
+/* Help text lines describing the shared options. */
+#define SL_CLI_COMMON_HELP                                                         \
+    "  -c, --config FILE   take Redis, prefix and tenant rules from FILE\n"        \
+    "      --redis URL     or connect to URL (redis://... or unix://...);\n"       \
+    "                      the prefix is then \"sluice\"\n"                        \
+    "      --prefix P      use key prefix P instead\n"                             \
+    "  -h, --help          print this help\n"
+
+/* The options as given; the strings are borrowed from argv. */
+typedef struct sl_cli_opts {
+    const char *config_path;
+    const char *redis_url;
+    const char *prefix;
+    bool json;         /* --json */
+    const char *limit; /* --limit's argument, NULL if absent */
+    const char *count; /* --count's argument, NULL if absent */
+} sl_cli_opts;
+
+/* Parses the options of `command` (argv[0] is its name; options may come
+ * after operands): -c/--config, --redis, --prefix, -h/--help, and those
+ * of `takes` (SL_CLI_TAKES_*). True: go on with *opts filled and the
+ * operands at argv[*operand..argc). False: stop and return *exit_code,
+ * SL_CLI_OK after printing `help` to stdout (-h), SL_CLI_USAGE after
+ * printing what is wrong to stderr. */
+bool sl_cli_parse_options(int argc, char **argv, const char *command, unsigned takes,
+                          const char *help, sl_cli_opts *opts, int *operand, int *exit_code);
+
+/* A subcommand's view of Redis. Owns everything it points to; release
+ * with sl_cli_close. */
+typedef struct sl_cli {
+    const char *command;  /* "push", "dlq list", ...: the prefix of messages */
+    sl_config *config;    /* with -c; NULL with --redis */
+    sl_redis_target own_target; /* the parsed --redis URL */
+    const sl_redis_target *target; /* config's or own_target */
+    char *address;        /* the URL with the password replaced by "***" */
+    char prefix[72];
+    redisContext *conn;   /* NULL until sl_cli_connect */
+} sl_cli;
+
+/* Loads the config or parses the URL (exactly one of them must be given)
+ * and settles the prefix; prints what is wrong to stderr. Returns
+ * SL_CLI_OK or SL_CLI_USAGE; *cli is always safe to sl_cli_close. */
+int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts);
+
+/* Connects (5 s timeout for connect and every reply), authenticates and
+ * selects the database. SL_CLI_OK, or SL_CLI_RUNTIME after a message
+ * naming the redacted address. */
+int sl_cli_connect(sl_cli *cli);
+
+/* Disconnects and frees; safe on a zeroed or failed sl_cli. */
+void sl_cli_close(sl_cli *cli);
+
+/* Checks what redisAppendCommand* returned: true if REDIS_OK, else
+ * prints why (out of memory) and returns false. */
+bool sl_cli_appended(const sl_cli *cli, int status);
+
+/* Reads the next pipelined reply. Returns it (caller frees with
+ * freeReplyObject), or NULL after printing why: connection lost or timed
+ * out, or an error reply (which is freed). */
+redisReply *sl_cli_reply(sl_cli *cli);
+
+/* Prints "sluice COMMAND: redis ADDRESS: what" for a reply of an
+ * unexpected type. Always returns SL_CLI_RUNTIME. */
+int sl_cli_unexpected(const sl_cli *cli, const char *what);
+
+/* True if tenant is a valid name; else prints why for command. */
+bool sl_cli_tenant_ok(const char *command, const char *tenant);
+
+/* Prints root as one line of JSON and deletes it (root NULL: out of
+ * memory). Returns SL_CLI_OK or SL_CLI_RUNTIME. */
+int sl_cli_print_json(const char *command, cJSON *root);
+
+/* Parses a decimal count in 1..max; false on anything else. */
+bool sl_cli_parse_count(const char *text, long long max, long long *out);
+
+#endif

@@ -1,0 +1,42 @@
+/* config_reload.c - see config_reload.h. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config_reload.h"
+
+static bool same_string(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_target(const sl_redis_target *a, const sl_redis_target *b)
+{
+    return same_string(a->host, b->host) && a->port == b->port &&
+           same_string(a->unix_path, b->unix_path) && same_string(a->username, b->username) &&
+           same_string(a->password, b->password) && a->db == b->db;
+}
+
+static void note(char *out, size_t out_size, size_t *count, const char *name)
+{
+    size_t used = strlen(out);
+    snprintf(out + used, out_size - used, "%s%s", *count ? ", " : "", name);
+    ++*count;
+}
+
+size_t sl_config_reload_blockers(const sl_config *running, const sl_config *next, char *out,
+                                 size_t out_size)
+{
+    size_t count = 0;
+    if (out_size)
+        out[0] = '\0';
+    if (!same_target(&running->redis, &next->redis))
+        note(out, out_size, &count, "redis");
+    if (!same_string(running->prefix, next->prefix))
+        note(out, out_size, &count, "prefix");
+    if (running->workers != next->workers)
+        note(out, out_size, &count, "workers");
+    if (!same_string(running->admin, next->admin))
+        note(out, out_size, &count, "admin");
+    return count;
+}

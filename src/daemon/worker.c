@@ -1,0 +1,560 @@
+/* worker.c - one worker thread: its event loop, its Redis connection, its
+ * HTTP client, and the tenants it serves (see tenant.c for one tenant's
+ * pipeline). The main thread talks to it only through `command` and the
+ * `wakeup` event (libevent is set up for threads by daemon.c). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "redis/keys.h"
+#include "base/log.h"
+#include "daemon/worker.h"
+#include "daemon/worker_t.h"
+
+#define DISCOVER_EVERY_MS 1000
+/* With keyspace notifications a push names its tenant at once, so the scan
+ * is only a safety net (for pushes made while unsubscribed): every 30 s. */
+#define DISCOVER_NOTIFIED_EVERY_TICKS 30
+#define DRAIN_CHECK_MS 10
+#define ACK_FLUSH_AFTER_GRACE_US 2000000 /* after the grace period, acks get this long */
+#define CLOCK_PROBES 3          /* TIME round trips after a connect, before claiming */
+#define CLOCK_PROBE_EVERY_MS 5000
+#define HEARTBEAT_MS 100
+
+int64_t sl_worker_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Like NTP: Redis read its clock somewhere within the round trip, so a
+ * sample against the round trip's midpoint is off by at most half of it.
+ * Of the last SL_CLOCK_SAMPLES samples the one with the shortest round trip
+ * is trusted: a reply slowed by a busy moment never moves the estimate,
+ * and old samples roll off, so drift between the clocks is followed. */
+void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t sent_us,
+                             int64_t received_us)
+{
+    w->sample_offset[w->sample_next] = redis_now_us - (sent_us + received_us) / 2;
+    w->sample_rtt[w->sample_next] = received_us - sent_us;
+    w->sample_next = (w->sample_next + 1) % SL_CLOCK_SAMPLES;
+    if (w->samples < SL_CLOCK_SAMPLES)
+        w->samples++;
+    int best = 0;
+    for (int i = 1; i < w->samples; i++)
+        if (w->sample_rtt[i] < w->sample_rtt[best])
+            best = i;
+    w->clock_offset_us = w->sample_offset[best];
+}
+
+bool sl_worker_clock_ready(const worker *w)
+{
+    return w->clock_probes >= CLOCK_PROBES;
+}
+
+static uint32_t name_hash(const char *name)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return h;
+}
+
+int sl_worker_for_tenant(const char *name, int worker_count)
+{
+    return (int)(name_hash(name) % (uint32_t)worker_count);
+}
+
+static tenant *find_tenant(const worker *w, const char *name)
+{
+    for (size_t i = 0; i < w->tenant_count; i++)
+        if (strcmp(w->tenants[i]->name, name) == 0)
+            return w->tenants[i];
+    return NULL;
+}
+
+static tenant *add_tenant(worker *w, const char *name, const sl_tenant_config *config)
+{
+    if (w->tenant_count == w->tenant_capacity) {
+        size_t n = w->tenant_capacity ? w->tenant_capacity * 2 : 16;
+        pthread_mutex_lock(&w->tenants_lock);
+        tenant **bigger = realloc(w->tenants, n * sizeof *bigger);
+        if (bigger) {
+            w->tenants = bigger;
+            w->tenant_capacity = n;
+        }
+        pthread_mutex_unlock(&w->tenants_lock);
+        if (!bigger)
+            return NULL;
+    }
+    tenant *t = sl_tenant_new(w, name, config);
+    if (!t) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory adding a tenant\" tenant=%s", name);
+        return NULL;
+    }
+    pthread_mutex_lock(&w->tenants_lock);
+    w->tenants[w->tenant_count++] = t;
+    pthread_mutex_unlock(&w->tenants_lock);
+    return t;
+}
+
+/* ---- discovery of tenants through the "*" template ---- */
+
+static void scan_page(worker *w);
+
+static void on_scan_reply(redisReply *reply, void *arg)
+{
+    worker *w = arg;
+    w->scanning = false;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (reply && reply->type == REDIS_REPLY_ERROR)
+            SL_LOG(SL_LOG_ERROR, "msg=\"SCAN failed\" error=\"%s\"", reply->str);
+        snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
+        return;
+    }
+    snprintf(w->scan_cursor, sizeof w->scan_cursor, "%s", reply->element[0]->str);
+    const redisReply *keys = reply->element[1];
+    for (size_t i = 0; i < keys->elements; i++) {
+        char name[SL_TENANT_NAME_MAX + 1];
+        if (!sl_tenant_from_queue_key(keys->element[i]->str, keys->element[i]->len,
+                                      w->config->prefix, name, sizeof name))
+            continue;
+        if (sl_worker_for_tenant(name, w->count) != w->index || find_tenant(w, name))
+            continue;
+        const sl_tenant_config *config = sl_config_tenant_for(w->config, name);
+        if (!config)
+            continue;
+        tenant *t = add_tenant(w, name, config);
+        if (t) {
+            SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
+            sl_tenant_claim(t);
+        }
+    }
+    if (strcmp(w->scan_cursor, "0") != 0 && !w->draining)
+        scan_page(w);
+}
+
+static void scan_page(worker *w)
+{
+    char pattern[SL_KEY_MAX];
+    snprintf(pattern, sizeof pattern, "%s:{*}:queue", w->config->prefix);
+    sl_argv_reset(&w->scan_argv);
+    sl_argv_add_str(&w->scan_argv, "SCAN");
+    sl_argv_add_str(&w->scan_argv, w->scan_cursor);
+    sl_argv_add_str(&w->scan_argv, "MATCH");
+    sl_argv_add_str(&w->scan_argv, pattern);
+    sl_argv_add_str(&w->scan_argv, "COUNT");
+    sl_argv_add_str(&w->scan_argv, "1000");
+    const char **argv = sl_argv_finish(&w->scan_argv);
+    if (argv && sl_redis_conn_send(w->redis, (int)w->scan_argv.count, argv, w->scan_argv.lengths,
+                                   on_scan_reply, w))
+        w->scanning = true;
+}
+
+static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    if (w->notified && ++w->discover_ticks % DISCOVER_NOTIFIED_EVERY_TICKS != 0)
+        return;
+    if (!w->scanning && !w->draining && sl_redis_conn_ready(w->redis))
+        scan_page(w);
+}
+
+/* ---- keyspace notifications ---- */
+
+static void on_push(void *arg, const char *name)
+{
+    worker *w = arg;
+    if (w->draining || sl_worker_for_tenant(name, w->count) != w->index)
+        return;
+    tenant *t = find_tenant(w, name);
+    if (t) {
+        sl_tenant_wake(t);
+        return;
+    }
+    const sl_tenant_config *config = sl_config_tenant_for(w->config, name);
+    if (config && (t = add_tenant(w, name, config))) {
+        SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
+        sl_tenant_claim(t);
+    }
+}
+
+static void on_notify_state(void *arg, bool active)
+{
+    worker *w = arg;
+    w->notified = active;
+    /* Unsubscribed: pushes may go unseen, so poll every tenant again soon.
+     * Subscribed (again): pushes made just before it went unseen, so look
+     * once more at every tenant, and scan at the next tick. */
+    for (size_t i = 0; i < w->tenant_count; i++)
+        sl_tenant_wake(w->tenants[i]);
+    if (active)
+        w->discover_ticks = DISCOVER_NOTIFIED_EVERY_TICKS - 1;
+}
+
+/* ---- readiness, drain, stop ---- */
+
+typedef struct clock_probe {
+    worker *w;
+    int64_t sent_us;
+} clock_probe;
+
+static void send_clock_probe(worker *w);
+
+static void on_time_reply(redisReply *reply, void *arg)
+{
+    clock_probe *probe = arg;
+    worker *w = probe->w;
+    int64_t received = sl_worker_now_us();
+    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2) {
+        int64_t redis_now = strtoll(reply->element[0]->str, NULL, 10) * 1000000 +
+                            strtoll(reply->element[1]->str, NULL, 10);
+        sl_worker_observe_clock(w, redis_now, probe->sent_us, received);
+        if (++w->clock_probes == CLOCK_PROBES) {
+            for (size_t i = 0; i < w->tenant_count; i++)
+                sl_tenant_resume(w->tenants[i]);
+        } else if (w->clock_probes < CLOCK_PROBES) {
+            send_clock_probe(w);
+        }
+    }
+    free(probe);
+}
+
+static void send_clock_probe(worker *w)
+{
+    clock_probe *probe = malloc(sizeof *probe);
+    if (!probe)
+        return;
+    probe->w = w;
+    probe->sent_us = sl_worker_now_us();
+    const char *argv[] = {"TIME"};
+    if (!sl_redis_conn_send(w->redis, 1, argv, NULL, on_time_reply, probe))
+        free(probe);
+}
+
+/* Every few seconds: one more sample, whatever the traffic. */
+static void on_clock_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    if (sl_redis_conn_ready(w->redis) && sl_worker_clock_ready(w))
+        send_clock_probe(w);
+}
+
+static void on_redis_ready(void *arg, bool ready)
+{
+    worker *w = arg;
+    atomic_store(&w->redis_ready, ready);
+    if (!ready)
+        return; /* replies come back NULL; work resumes when ready again */
+    /* Measure the clock before anything departs; tenants resume after. */
+    w->clock_probes = 0;
+    send_clock_probe(w);
+}
+
+static bool all_idle(const worker *w)
+{
+    for (size_t i = 0; i < w->tenant_count; i++)
+        if (!sl_tenant_idle(w->tenants[i]))
+            return false;
+    return true;
+}
+
+static void on_drain_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    int64_t now = sl_worker_now_us();
+    if (all_idle(w) && !w->scanning) {
+        event_base_loopbreak(w->base);
+        return;
+    }
+    if (w->http && now > w->drain_deadline_us) {
+        SL_LOG(SL_LOG_WARNING, "msg=\"grace period over: handing back deliveries in flight\" worker=%d",
+               w->index);
+        sl_http_client_free(w->http); /* cancels the transfers */
+        w->http = NULL;
+        for (size_t i = 0; i < w->tenant_count; i++)
+            sl_tenant_release_in_flight(w->tenants[i]);
+    }
+    if (now > w->drain_deadline_us + ACK_FLUSH_AFTER_GRACE_US) {
+        SL_LOG(SL_LOG_WARNING, "msg=\"acks not confirmed at exit; their leases will expire\" worker=%d",
+               w->index);
+        w->exit_code = 1;
+        event_base_loopbreak(w->base);
+    }
+}
+
+static void start_drain(worker *w)
+{
+    if (w->draining)
+        return;
+    w->draining = true;
+    w->drain_deadline_us = sl_worker_now_us() + w->config->grace_ms * 1000;
+    sl_notify_free(w->notify); /* no more wake-ups: nothing new is claimed */
+    w->notify = NULL;
+    evtimer_del(w->discover_timer);
+    for (size_t i = 0; i < w->tenant_count; i++)
+        sl_tenant_drain(w->tenants[i]);
+    struct timeval every = {0, DRAIN_CHECK_MS * 1000};
+    event_add(w->drain_timer, &every);
+}
+
+static void on_wakeup(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    int command = atomic_load(&w->command);
+    if (command == WORKER_DRAIN)
+        start_drain(w);
+    else if (command == WORKER_STOP)
+        event_base_loopbreak(w->base);
+}
+
+/* ---- reload ---- */
+
+/* Adds the tenants listed in the config that this worker serves and does
+ * not have yet (claiming at once if claim); false if one could not be
+ * added (out of memory, logged). */
+static bool add_listed_tenants(worker *w, bool claim)
+{
+    bool all = true;
+    for (size_t i = 0; i < w->config->tenant_count; i++) {
+        const sl_tenant_config *config = &w->config->tenants[i];
+        if (sl_worker_for_tenant(config->name, w->count) != w->index || find_tenant(w, config->name))
+            continue;
+        tenant *t = add_tenant(w, config->name, config);
+        all &= t != NULL;
+        if (t && claim)
+            sl_tenant_claim(t);
+    }
+    return all;
+}
+
+/* A new configuration (validated by the main thread, which keeps every
+ * configuration alive until the process ends, so nothing still pointing
+ * into the old one dangles). Tenants take their new rules for their next
+ * claims; jobs already given a slot keep it. */
+static void on_reload(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    const sl_config *config = atomic_exchange(&w->pending_config, NULL);
+    if (!config)
+        return;
+    w->config = config;
+    for (size_t i = 0; i < w->tenant_count; i++) {
+        tenant *t = w->tenants[i];
+        const sl_tenant_config *rules = sl_config_tenant_for(config, t->name);
+        if (!rules) {
+            SL_LOG(SL_LOG_WARNING, "msg=\"tenant no longer configured: not claiming its jobs, which stay queued\" tenant=%s",
+                   t->name);
+            sl_tenant_retire(t);
+        } else if (!sl_tenant_reconfigure(t, rules)) {
+            SL_LOG(SL_LOG_ERROR, "msg=\"out of memory applying the new configuration; the tenant keeps its old rules\" tenant=%s",
+                   t->name);
+        }
+    }
+    (void)add_listed_tenants(w, !w->draining);
+    if (config->template_tenant && !w->draining && !evtimer_pending(w->discover_timer, NULL)) {
+        struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
+        event_add(w->discover_timer, &every);
+    }
+}
+
+void sl_worker_reload(worker *w, const sl_config *config)
+{
+    atomic_store(&w->pending_config, config);
+    event_active(w->reload, EV_READ, 0);
+}
+
+/* ---- what the admin endpoint reads ---- */
+
+bool sl_worker_ready(worker *w)
+{
+    return atomic_load(&w->redis_ready) && atomic_load(&w->command) == WORKER_RUN;
+}
+
+void sl_worker_lock_tenants(worker *w)
+{
+    pthread_mutex_lock(&w->tenants_lock);
+}
+
+void sl_worker_unlock_tenants(worker *w)
+{
+    pthread_mutex_unlock(&w->tenants_lock);
+}
+
+size_t sl_worker_tenant_views(worker *w, sl_tenant_view *out, size_t max)
+{
+    for (size_t i = 0; i < w->tenant_count && i < max; i++)
+        out[i] = (sl_tenant_view){w->tenants[i]->name, &w->tenants[i]->metrics};
+    return w->tenant_count;
+}
+
+void sl_worker_redis_counts(worker *w, uint64_t *errors, uint64_t *reconnects)
+{
+    *errors += sl_counter_read(&w->redis_metrics.errors);
+    *reconnects += sl_counter_read(&w->redis_metrics.reconnects);
+}
+
+/* ---- the thread ---- */
+
+static void on_heartbeat(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    worker *w = arg;
+    atomic_fetch_add(&w->heartbeat, 1);
+}
+
+unsigned sl_worker_heartbeat(worker *w)
+{
+    return atomic_load(&w->heartbeat);
+}
+
+static void worker_cleanup(worker *w)
+{
+    sl_notify_free(w->notify);
+    w->notify = NULL;
+    sl_redis_conn_free(w->redis); /* pending callbacks see NULL replies */
+    w->redis = NULL;
+    atomic_store(&w->redis_ready, false);
+    pthread_mutex_lock(&w->tenants_lock);
+    for (size_t i = 0; i < w->tenant_count; i++)
+        sl_tenant_free(w->tenants[i]);
+    free(w->tenants);
+    w->tenants = NULL;
+    w->tenant_count = 0;
+    pthread_mutex_unlock(&w->tenants_lock);
+    sl_http_client_free(w->http);
+    w->http = NULL;
+    if (w->discover_timer)
+        event_free(w->discover_timer);
+    if (w->drain_timer)
+        event_free(w->drain_timer);
+    if (w->clock_timer)
+        event_free(w->clock_timer);
+    if (w->heartbeat_timer)
+        event_free(w->heartbeat_timer);
+    sl_argv_free(&w->claim_argv);
+    sl_argv_free(&w->scan_argv);
+}
+
+static bool worker_setup(worker *w)
+{
+    char err[256];
+    w->http = sl_http_client_new(w->base, err, sizeof err);
+    if (!w->http) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"%s\" worker=%d", err, w->index);
+        return false;
+    }
+    sl_argv_init(&w->claim_argv);
+    sl_argv_init(&w->scan_argv);
+    snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
+    w->discover_timer = event_new(w->base, -1, EV_PERSIST, on_discover_timer, w);
+    w->drain_timer = event_new(w->base, -1, EV_PERSIST, on_drain_timer, w);
+    w->clock_timer = event_new(w->base, -1, EV_PERSIST, on_clock_timer, w);
+    w->heartbeat_timer = event_new(w->base, -1, EV_PERSIST, on_heartbeat, w);
+    if (!w->discover_timer || !w->drain_timer || !w->clock_timer || !w->heartbeat_timer)
+        return false;
+    struct timeval beat = {0, HEARTBEAT_MS * 1000};
+    event_add(w->heartbeat_timer, &beat);
+    struct timeval probe_every = {CLOCK_PROBE_EVERY_MS / 1000, 0};
+    event_add(w->clock_timer, &probe_every);
+    if (!add_listed_tenants(w, false))
+        return false;
+    if (w->config->template_tenant) {
+        struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
+        event_add(w->discover_timer, &every);
+    }
+    w->redis = sl_redis_conn_new(w->base, &w->config->redis, &w->redis_metrics, on_redis_ready, w);
+    w->notify = sl_notify_new(w->base, &w->config->redis, w->config->prefix, on_push,
+                              on_notify_state, w);
+    return w->redis && w->notify;
+}
+
+int sl_worker_run(worker *w)
+{
+    w->exit_code = 0;
+    /* Linux lets a sleeping thread's timers fire up to 50 us late by
+     * default, to save wake-ups; departures are this thread's whole job. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    if (!worker_setup(w)) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"worker setup failed\" worker=%d", w->index);
+        worker_cleanup(w);
+        return 1;
+    }
+    SL_LOG(SL_LOG_INFO, "msg=\"worker started\" worker=%d tenants=%zu", w->index, w->tenant_count);
+    event_base_dispatch(w->base);
+    worker_cleanup(w);
+    return w->exit_code;
+}
+
+worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed, FILE *trace)
+{
+    worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->config = config;
+    w->index = index;
+    w->count = count;
+    w->rng = seed | 1;
+    w->trace = trace;
+    atomic_init(&w->command, WORKER_RUN);
+    atomic_init(&w->heartbeat, 0);
+    atomic_init(&w->redis_ready, false);
+    atomic_init(&w->pending_config, NULL);
+    pthread_mutex_init(&w->tenants_lock, NULL);
+    struct event_config *ec = event_config_new();
+    if (ec) {
+        /* Shaping needs sub-millisecond timers. */
+        event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+        /* libcurl re-aims a connection's watch several times per request;
+         * changes within one loop turn then cost one epoll_ctl, or none.
+         * (Safe because both HTTP clients close sockets a turn late:
+         * close_later.h.) */
+        event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+        w->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (w->base) {
+        w->wakeup = event_new(w->base, -1, 0, on_wakeup, w);
+        w->reload = event_new(w->base, -1, 0, on_reload, w);
+    }
+    if (!w->base || !w->wakeup || !w->reload) {
+        sl_worker_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void sl_worker_free(worker *w)
+{
+    if (!w)
+        return;
+    if (w->wakeup)
+        event_free(w->wakeup);
+    if (w->reload)
+        event_free(w->reload);
+    if (w->base)
+        event_base_free(w->base);
+    pthread_mutex_destroy(&w->tenants_lock);
+    free(w);
+}
+
+void sl_worker_command(worker *w, int command)
+{
+    atomic_store(&w->command, command);
+    event_active(w->wakeup, EV_READ, 0);
+}

@@ -1,0 +1,196 @@
+/* claim.c - see claim.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "redis/claim.h"
+
+#define CLAIM_FIXED_KEYS 6
+#define REPLY_HEADER 6 /* now, next, queue_len, reaped, dead_lettered, reasons */
+#define REPLY_PER_JOB 6
+#define ACK_HEADER_ARGS 9 /* EVALSHA sha 5 five-keys tenant */
+
+void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE])
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (int i = 0; i < SL_CLAIM_ID_PREFIX_SIZE - 1; i++, random >>= 6)
+        out[i] = alphabet[random & 63];
+    out[SL_CLAIM_ID_PREFIX_SIZE - 1] = '\0';
+}
+
+void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const char *id_prefix)
+{
+    sl_tenant_keys keys;
+    sl_tenant_keys_init(&keys, p->prefix, p->tenant);
+    sl_argv_reset(a);
+    sl_argv_add_str(a, "EVALSHA");
+    sl_argv_add_str(a, sha);
+    sl_argv_add_int(a, (int64_t)(CLAIM_FIXED_KEYS + p->limit_count));
+    sl_argv_add_str(a, keys.queue);
+    sl_argv_add_str(a, keys.shape);
+    sl_argv_add_str(a, keys.inflight);
+    sl_argv_add_str(a, keys.jobs);
+    sl_argv_add_str(a, keys.retry);
+    sl_argv_add_str(a, keys.dlq);
+    for (size_t i = 0; i < p->limit_count; i++) {
+        char key[SL_KEY_MAX];
+        sl_limit_key(key, p->prefix, p->tenant, p->limits[i].name);
+        sl_argv_add_str(a, key);
+    }
+    sl_argv_add_int(a, p->capacity);
+    sl_argv_add_int(a, p->rate_milli);
+    sl_argv_add_str(a, p->overflow_dead_letter ? "dead-letter" : "wait");
+    sl_argv_add_int(a, p->max_wait_us);
+    sl_argv_add_int(a, p->lookahead_us);
+    sl_argv_add_int(a, p->batch);
+    sl_argv_add_int(a, p->lease_us);
+    sl_argv_add_str(a, id_prefix);
+    sl_argv_add_str(a, p->tenant);
+    sl_argv_add_str(a, p->raw ? "raw" : "envelope");
+    sl_argv_add_int(a, p->refill_us);
+    sl_argv_add_int(a, (int64_t)p->limit_count);
+    for (size_t i = 0; i < p->limit_count; i++) {
+        const sl_claim_limit *l = &p->limits[i];
+        sl_argv_add_str(a, l->name);
+        sl_argv_add_str(a, l->type);
+        sl_argv_add_int(a, l->first);
+        sl_argv_add_int(a, l->second);
+        sl_argv_add_str(a, l->dead_letter ? "dead-letter" : "delay");
+    }
+}
+
+static bool integer_at(const redisReply *reply, size_t i, int64_t *out)
+{
+    if (reply->element[i]->type != REDIS_REPLY_INTEGER)
+        return false;
+    *out = reply->element[i]->integer;
+    return true;
+}
+
+bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_job *jobs,
+                    size_t max_jobs, char *err, size_t err_size)
+{
+    if (!reply) {
+        snprintf(err, err_size, "claim: no reply");
+        return false;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        snprintf(err, err_size, "claim: %s", reply->str);
+        return false;
+    }
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < REPLY_HEADER ||
+        (reply->elements - REPLY_HEADER) % REPLY_PER_JOB) {
+        snprintf(err, err_size, "claim: unexpected reply (type %d, %zu elements)", reply->type,
+                 reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0);
+        return false;
+    }
+    if (!integer_at(reply, 0, &out->now_us) || !integer_at(reply, 1, &out->next_us) ||
+        !integer_at(reply, 2, &out->queue_len) || !integer_at(reply, 3, &out->reaped) ||
+        !integer_at(reply, 4, &out->dead_lettered)) {
+        snprintf(err, err_size, "claim: reply header is not 5 integers");
+        return false;
+    }
+    const redisReply *reasons = reply->element[5];
+    bool reasons_ok = reasons->type == REDIS_REPLY_ARRAY && reasons->elements % 2 == 0;
+    for (size_t i = 0; reasons_ok && i < reasons->elements; i += 2)
+        reasons_ok = reasons->element[i]->type == REDIS_REPLY_STRING &&
+                     reasons->element[i + 1]->type == REDIS_REPLY_INTEGER;
+    if (!reasons_ok) {
+        snprintf(err, err_size, "claim: dead-letter reasons are not (string, integer) pairs");
+        return false;
+    }
+    out->dead_reasons = reasons;
+    out->dead_reason_count = reasons->elements / 2;
+    out->job_count = (reply->elements - REPLY_HEADER) / REPLY_PER_JOB;
+    if (out->job_count > max_jobs) {
+        snprintf(err, err_size, "claim: %zu jobs, more than the batch of %zu", out->job_count,
+                 max_jobs);
+        return false;
+    }
+    for (size_t j = 0; j < out->job_count; j++) {
+        size_t at = REPLY_HEADER + j * REPLY_PER_JOB;
+        sl_claimed_job *job = &jobs[j];
+        const redisReply *id = reply->element[at], *element = reply->element[at + 5];
+        if (id->type != REDIS_REPLY_STRING || element->type != REDIS_REPLY_STRING ||
+            !integer_at(reply, at + 1, &job->slot_us) || !integer_at(reply, at + 2, &job->lease) ||
+            !integer_at(reply, at + 3, &job->attempts) ||
+            !integer_at(reply, at + 4, &job->first_seen_us)) {
+            snprintf(err, err_size, "claim: job %zu of the reply is malformed", j);
+            return false;
+        }
+        job->id = id->str;
+        job->id_len = id->len;
+        job->job = element->str;
+        job->job_len = element->len;
+    }
+    return true;
+}
+
+void sl_claim_dead_reason(const sl_claim_result *r, size_t i, const char **reason, size_t *len,
+                          int64_t *count)
+{
+    const redisReply *text = r->dead_reasons->element[2 * i];
+    *reason = text->str;
+    *len = text->len;
+    *count = r->dead_reasons->element[2 * i + 1]->integer;
+}
+
+void sl_ack_start(sl_argv *a, const char *sha, const sl_tenant_keys *keys, const char *tenant)
+{
+    sl_argv_reset(a);
+    sl_argv_add_str(a, "EVALSHA");
+    sl_argv_add_str(a, sha);
+    sl_argv_add_str(a, "5");
+    sl_argv_add_str(a, keys->inflight);
+    sl_argv_add_str(a, keys->jobs);
+    sl_argv_add_str(a, keys->retry);
+    sl_argv_add_str(a, keys->dlq);
+    sl_argv_add_str(a, keys->shape);
+    sl_argv_add_str(a, tenant);
+}
+
+size_t sl_ack_op_count(const sl_argv *a)
+{
+    return a->count > ACK_HEADER_ARGS ? a->count - ACK_HEADER_ARGS : 0;
+}
+
+static void op_header(sl_argv *a, const char *op, const char *id, int64_t lease)
+{
+    sl_argv_add_str(a, op);
+    sl_argv_add_str(a, id);
+    sl_argv_add_int(a, lease);
+}
+
+void sl_ack_done(sl_argv *a, const char *id, int64_t lease)
+{
+    op_header(a, "done", id, lease);
+}
+
+void sl_ack_retry(sl_argv *a, const char *id, int64_t lease, int64_t delay_us, const char *error)
+{
+    op_header(a, "retry", id, lease);
+    sl_argv_add_int(a, delay_us);
+    sl_argv_add_str(a, error);
+}
+
+void sl_ack_release(sl_argv *a, const char *id, int64_t lease, int64_t order_us)
+{
+    op_header(a, "release", id, lease);
+    sl_argv_add_int(a, order_us);
+}
+
+void sl_ack_dead(sl_argv *a, const char *id, int64_t lease, const char *reason, int http_status,
+                 bool attempted, const char *error)
+{
+    op_header(a, "dead", id, lease);
+    sl_argv_add_str(a, reason);
+    sl_argv_add_int(a, http_status);
+    sl_argv_add_int(a, attempted ? 1 : 0);
+    sl_argv_add_str(a, error);
+}
+
+void sl_ack_pause(sl_argv *a, int64_t delay_us)
+{
+    sl_argv_add_str(a, "pause");
+    sl_argv_add_int(a, delay_us);
+}

@@ -1,0 +1,101 @@
+/* claim.h - the claim and ack scripts' calls, encoded and decoded.
+ *
+ * Pure: builds argument vectors and reads replies; sending is the caller's.
+ * See lua/claim.lua and lua/ack.lua for what the scripts do. */
+#ifndef SLUICE_CLAIM_H
+#define SLUICE_CLAIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redis/keys.h"
+#include "redis/redis_argv.h"
+
+#define SL_CLAIM_ID_PREFIX_SIZE 12 /* 11 characters and the NUL */
+
+typedef struct sl_claim_limit {
+    const char *name;
+    const char *type;      /* the lua script name, e.g. "fixed_window" */
+    int64_t first, second; /* capacity, rate_milli or max, window_ms */
+    bool dead_letter;      /* on_deny "dead-letter", else "delay" */
+} sl_claim_limit;
+
+typedef struct sl_claim_params {
+    const char *prefix;
+    const char *tenant;
+    int64_t capacity;
+    int64_t rate_milli;
+    bool overflow_dead_letter;
+    bool raw;             /* format "raw" */
+    int64_t max_wait_us;  /* 0: none */
+    int64_t lookahead_us; /* claim what departs before now + lookahead */
+    int64_t refill_us;    /* claim again when the next slot is this near */
+    int64_t lease_us;     /* a claimed job is reclaimable after slot + lease */
+    int batch;            /* most jobs per call */
+    const sl_claim_limit *limits;
+    size_t limit_count;
+} sl_claim_params;
+
+/* One claimed job; the strings point into the reply it was parsed from. */
+typedef struct sl_claimed_job {
+    const char *id;
+    size_t id_len;
+    int64_t slot_us;
+    int64_t lease;        /* the lease token acks must present */
+    int64_t attempts;     /* HTTP attempts made before this one */
+    int64_t first_seen_us;
+    const char *job;      /* the element as the producer pushed it */
+    size_t job_len;
+} sl_claimed_job;
+
+typedef struct sl_claim_result {
+    int64_t now_us;       /* Redis time of the claim */
+    int64_t next_us;      /* claim again at; <= now_us: at once; 0: idle */
+    int64_t queue_len;
+    int64_t reaped;       /* expired leases returned */
+    int64_t dead_lettered;
+    /* The dead letters by reason: dead_reason_count pairs of a string and
+     * an integer, in the reply; see sl_claim_dead_reason. */
+    const redisReply *dead_reasons;
+    size_t dead_reason_count;
+    size_t job_count;
+} sl_claim_result;
+
+/* Writes to out the 11-character id prefix of one claim call: 64 random
+ * bits in the URL-safe base64 alphabet (short: every claimed job stores
+ * its id twice in Redis). */
+void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE]);
+
+/* Resets a and builds EVALSHA sha ... for lua/claim.lua. id_prefix must be
+ * unique per call (random): claimed jobs get ids id_prefix + "." + hex index. */
+void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const char *id_prefix);
+
+/* Reads claim.lua's reply into out and jobs (at most max_jobs; the script
+ * never returns more than the batch). False with a message on a malformed
+ * reply. jobs[] point into reply: copy before freeing it. */
+bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_job *jobs,
+                    size_t max_jobs, char *err, size_t err_size);
+
+/* The i-th (< dead_reason_count) reason of a parsed reply: its text
+ * (pointing into the reply, len bytes) and how many jobs it took. */
+void sl_claim_dead_reason(const sl_claim_result *r, size_t i, const char **reason, size_t *len,
+                          int64_t *count);
+
+/* Resets a and starts an ack batch for one tenant; then add ops. */
+void sl_ack_start(sl_argv *a, const char *sha, const sl_tenant_keys *keys, const char *tenant);
+/* Ops an ack batch holds so far. */
+size_t sl_ack_op_count(const sl_argv *a);
+void sl_ack_done(sl_argv *a, const char *id, int64_t lease);
+void sl_ack_retry(sl_argv *a, const char *id, int64_t lease, int64_t delay_us, const char *error);
+/* Hands a job back unsent, due at Redis's now + order_us: give the jobs of
+ * one hand-back increasing order_us to keep their order. */
+void sl_ack_release(sl_argv *a, const char *id, int64_t lease, int64_t order_us);
+/* attempted: an HTTP attempt was made (it counts in the record's attempts). */
+void sl_ack_dead(sl_argv *a, const char *id, int64_t lease, const char *reason, int http_status,
+                 bool attempted, const char *error);
+void sl_ack_pause(sl_argv *a, int64_t delay_us);
+
+#endif

@@ -1,0 +1,44 @@
+/* keys.c - see keys.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "redis/keys.h"
+
+static void tenant_key(char *out, const char *prefix, const char *tenant, const char *what)
+{
+    snprintf(out, SL_KEY_MAX, "%s:{%s}:%s", prefix, tenant, what);
+}
+
+void sl_tenant_keys_init(sl_tenant_keys *keys, const char *prefix, const char *tenant)
+{
+    tenant_key(keys->queue, prefix, tenant, "queue");
+    tenant_key(keys->shape, prefix, tenant, "shape");
+    tenant_key(keys->inflight, prefix, tenant, "inflight");
+    tenant_key(keys->jobs, prefix, tenant, "jobs");
+    tenant_key(keys->retry, prefix, tenant, "retry");
+    tenant_key(keys->dlq, prefix, tenant, "dlq");
+}
+
+void sl_limit_key(char *out, const char *prefix, const char *tenant, const char *limit_name)
+{
+    snprintf(out, SL_KEY_MAX, "%s:{%s}:limit:%s", prefix, tenant, limit_name);
+}
+
+bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefix, char *out,
+                              size_t out_size)
+{
+    size_t prefix_len = strlen(prefix);
+    static const char suffix[] = "}:queue";
+    size_t suffix_len = sizeof suffix - 1;
+    if (key_len < prefix_len + 2 + 1 + suffix_len || memcmp(key, prefix, prefix_len) != 0 ||
+        memcmp(key + prefix_len, ":{", 2) != 0 ||
+        memcmp(key + key_len - suffix_len, suffix, suffix_len) != 0)
+        return false;
+    size_t tenant_len = key_len - prefix_len - 2 - suffix_len;
+    if (tenant_len + 1 > out_size)
+        return false;
+    memcpy(out, key + prefix_len + 2, tenant_len);
+    out[tenant_len] = '\0';
+    return sl_tenant_name_valid(out);
+}

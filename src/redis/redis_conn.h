@@ -1,0 +1,47 @@
+/* redis_conn.h - one asynchronous Redis connection on a libevent base that
+ * keeps itself usable: it reconnects with backoff, authenticates, selects
+ * the database and loads the daemon's scripts after every connect, and
+ * drops a connection whose replies stop coming (hiredis 0.14 has no async
+ * timeouts of its own). */
+#ifndef SLUICE_REDIS_CONN_H
+#define SLUICE_REDIS_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "base/metrics.h"
+#include "config/redis_url.h"
+
+typedef struct sl_redis_conn sl_redis_conn;
+
+/* A command's reply; NULL if the connection was lost before it came. The
+ * reply is freed by hiredis after the callback returns. */
+typedef void (*sl_redis_reply_fn)(redisReply *reply, void *arg);
+/* Called with ready = true once connected and scripts are loaded, and with
+ * false when the connection is lost (pending callbacks get NULL replies). */
+typedef void (*sl_redis_ready_fn)(void *arg, bool ready);
+
+/* Starts connecting to target (which must outlive the connection), counting
+ * its troubles in metrics (the caller's; NULL: not counted). Never NULL
+ * unless out of memory. */
+sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target *target,
+                                 sl_redis_metrics *metrics, sl_redis_ready_fn on_ready, void *arg);
+/* Disconnects (pending callbacks get NULL) and frees. Not from a callback. */
+void sl_redis_conn_free(sl_redis_conn *conn);
+bool sl_redis_conn_ready(const sl_redis_conn *conn);
+/* The SHA1 of the loaded daemon script `name` ("claim", "ack"), or NULL. */
+const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name);
+/* Sends a command; false (and no callback) if not connected. */
+bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const size_t *argvlen,
+                        sl_redis_reply_fn fn, void *arg);
+/* The server lost the scripts (NOSCRIPT): load them again; on_ready(true)
+ * follows. */
+void sl_redis_conn_reload_scripts(sl_redis_conn *conn);
+
+/* True for an error reply that says the script cache is empty. */
+bool sl_redis_is_noscript(const redisReply *reply);
+
+#endif
