@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "admission/admission.h"
+#include "base/authority.h"
 #include "config/config.h"
 
 #define PATH_LEN 768          /* longest path in a message; longer ones are cut */

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 
 #include "base/hex.h"
+#include "base/authority.h"
 #include "config/redis_url.h"
 
 #define REDIS_DEFAULT_PORT 6379
@@ -40,22 +41,6 @@ static bool is_alnum(char c)
     return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
-bool sl_port_parse(const char *text, size_t len, int *out)
-{
-    if (len == 0 || len > 5)
-        return false;
-    int port = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!is_digit(text[i]))
-            return false;
-        port = port * 10 + (text[i] - '0');
-    }
-    if (port < 1 || port > 65535)
-        return false;
-    *out = port;
-    return true;
-}
-
 /* Non-negative decimal int in text[0..len), no sign, no overflow. */
 static bool parse_db(const char *text, size_t len, int *out)
 {
@@ -70,46 +55,6 @@ static bool parse_db(const char *text, size_t len, int *out)
     if (v > INT_MAX)
         return false;
     *out = (int)v;
-    return true;
-}
-
-bool sl_host_valid(const char *host)
-{
-    size_t len = strlen(host);
-    if (len == 0 || len > 253)
-        return false;
-    if (strchr(host, ':')) {
-        struct in6_addr a6;
-        return inet_pton(AF_INET6, host, &a6) == 1;
-    }
-    bool all_numeric = true;
-    size_t label = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = host[i];
-        if (c == '.') {
-            /* A trailing dot (fully qualified name) is allowed, an empty
-             * label elsewhere is not. */
-            if (label == 0 || host[i - 1] == '-')
-                return false;
-            label = 0;
-            continue;
-        }
-        if (!is_alnum(c) && c != '-' && c != '_')
-            return false;
-        if (label == 0 && c == '-')
-            return false;
-        if (!is_digit(c))
-            all_numeric = false;
-        if (++label > 63)
-            return false;
-    }
-    if (label > 0 && host[len - 1] == '-')
-        return false;
-    if (all_numeric) {
-        /* Looks like IPv4: must be one ("1.2.3.999" is no host name). */
-        struct in_addr a4;
-        return inet_pton(AF_INET, host, &a4) == 1;
-    }
     return true;
 }
 
@@ -202,38 +147,28 @@ static bool parse_tcp(const char *rest, sl_redis_target *out, char *err, size_t 
     }
     size_t hp_len = strcspn(hp, "/?#");
     const char *end = hp + hp_len;
-    const char *host = hp, *port = NULL;
-    size_t host_len;
-    bool bracketed = hp_len > 0 && hp[0] == '[';
-    if (bracketed) {
-        const char *close = memchr(hp, ']', hp_len);
-        if (!close)
-            return fail(err, err_size, "redis: missing ']' after the IPv6 address");
-        host = hp + 1;
-        host_len = (size_t)(close - host);
-        if (close + 1 < end) {
-            if (close[1] != ':')
-                return fail(err, err_size, "redis: unexpected text after the IPv6 address");
-            port = close + 2;
-        }
-    } else {
-        const char *colon = memchr(hp, ':', hp_len);
-        if (colon && memchr(colon + 1, ':', (size_t)(end - colon - 1)))
-            return fail(err, err_size,
-                        "redis: an IPv6 address must be in brackets, e.g. redis://[::1]:6379");
-        host_len = colon ? (size_t)(colon - hp) : hp_len;
-        port = colon ? colon + 1 : NULL;
-    }
-    if (host_len == 0)
+    sl_authority authority;
+    switch (sl_authority_parse(hp, hp_len, &authority)) {
+    case SL_AUTHORITY_OK:
+        break;
+    case SL_AUTHORITY_NO_HOST:
         return fail(err, err_size, "redis: missing host (redis://host:port/db)");
-    out->host = strndup(host, host_len);
+    case SL_AUTHORITY_UNCLOSED_BRACKET:
+        return fail(err, err_size, "redis: missing ']' after the IPv6 address");
+    case SL_AUTHORITY_AFTER_BRACKET:
+        return fail(err, err_size, "redis: unexpected text after the IPv6 address");
+    case SL_AUTHORITY_UNBRACKETED_V6:
+        return fail(err, err_size,
+                    "redis: an IPv6 address must be in brackets, e.g. redis://[::1]:6379");
+    case SL_AUTHORITY_BAD_HOST:
+        return fail(err, err_size, "redis: invalid host");
+    case SL_AUTHORITY_BAD_PORT:
+        return fail(err, err_size, "redis: port must be an integer between 1 and 65535");
+    }
+    out->host = strdup(authority.host);
     if (!out->host)
         return fail(err, err_size, "redis: out of memory");
-    if (!sl_host_valid(out->host) || (bracketed && !strchr(out->host, ':')))
-        return fail(err, err_size, "redis: invalid host");
-    out->port = REDIS_DEFAULT_PORT;
-    if (port && !sl_port_parse(port, (size_t)(end - port), &out->port))
-        return fail(err, err_size, "redis: port must be an integer between 1 and 65535");
+    out->port = authority.port ? authority.port : REDIS_DEFAULT_PORT;
     bool db_seen = false;
     if (*end == '/') {
         size_t db_len = strcspn(end + 1, "?#");

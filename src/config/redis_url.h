@@ -37,11 +37,4 @@ char *sl_redis_target_redacted(const sl_redis_target *t);
 /* Frees the strings of *t and zeroes it; safe on a zeroed struct. */
 void sl_redis_target_clear(sl_redis_target *t);
 
-/* True if host is a DNS name (letters, digits, '-', '_', dots between
- * labels), an IPv4 address or an IPv6 address (without brackets). */
-bool sl_host_valid(const char *host);
-
-/* Parses the decimal port in text[0..len) (1..65535); false on anything else. */
-bool sl_port_parse(const char *text, size_t len, int *out);
-
 #endif

@@ -4,7 +4,7 @@
 #include <strings.h>
 
 #include "http/http1_request.h"
-#include "config/redis_url.h" /* sl_port_parse */
+#include "base/authority.h"
 
 static bool copy_text(char *out, size_t out_size, const char *from, size_t len)
 {
