@@ -1,8 +1,7 @@
 /* test_http_client.c - sluice's HTTP/1.1 client (http1_client.h) against
  * a scripted endpoint on a loopback port: what goes on the wire, keep-alive
  * reuse, framings, connections the endpoint drops (idle, or mid-request),
- * timeouts, refused connections, malformed answers, a host name; and the
- * late socket closes both HTTP clients share (close_later.h). */
+ * timeouts, refused connections, malformed answers, a host name. */
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -13,7 +12,6 @@
 #include <criterion/criterion.h>
 #include <event2/event.h>
 
-#include "http/close_later.h"
 #include "http/http1_client.h"
 #include "raw_http_server.h"
 
@@ -284,49 +282,4 @@ Test(http_client, free_with_requests_under_way_calls_nobody)
     run_loop(50);
     cr_assert_eq(o.calls, 0);
     raw_http_server_stop(&server);
-}
-
-/* ---- close_later.h: the late closes both clients use ---- */
-
-typedef struct handover {
-    sl_close_later *closer;
-    int fd;
-} handover;
-
-static void on_readable_hand_over(evutil_socket_t fd, short kind, void *arg)
-{
-    (void)fd;
-    (void)kind;
-    handover *h = arg;
-    sl_close_later_add(h->closer, h->fd);
-}
-
-/* In the turn its timer fires, a socket handed over by an earlier callback
- * of that turn must still wait for the next wait (the point of it all). */
-Test(close_later, a_socket_handed_over_in_the_turn_its_timer_fires_waits_for_the_next)
-{
-    struct event_base *b = event_base_new();
-    cr_assert(b);
-    sl_close_later closer;
-    cr_assert(sl_close_later_init(&closer, b));
-    int first = socket(AF_INET, SOCK_STREAM, 0), second = socket(AF_INET, SOCK_STREAM, 0);
-    int wake[2];
-    cr_assert(first >= 0 && second >= 0 && pipe(wake) == 0);
-    sl_close_later_add(&closer, first); /* its timer is due in the next turn */
-    handover h = {&closer, second};
-    struct event *readable = event_new(b, wake[0], EV_READ, on_readable_hand_over, &h);
-    event_add(readable, NULL);
-    cr_assert_eq(write(wake[1], "x", 1), 1); /* that turn runs this callback before the timer */
-
-    event_base_loop(b, EVLOOP_ONCE);
-    cr_assert_neq(fcntl(second, F_GETFD), -1, "closed in the turn it was handed over");
-    event_base_loop(b, EVLOOP_ONCE);
-    cr_assert_eq(fcntl(first, F_GETFD), -1, "first still open");
-    cr_assert_eq(fcntl(second, F_GETFD), -1, "second still open");
-
-    event_free(readable);
-    close(wake[0]);
-    close(wake[1]);
-    sl_close_later_free(&closer);
-    event_base_free(b);
 }

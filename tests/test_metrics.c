@@ -1,5 +1,5 @@
 /* test_metrics.c - counters, histograms and labels, and the Prometheus
- * text they render to; the reload rules (config_reload.c). */
+ * text they render to. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +7,6 @@
 
 #include <event2/buffer.h>
 
-#include "config/config.h"
-#include "config/config_reload.h"
 #include "base/metrics.h"
 
 /* The rendered text of view, NUL-terminated; the caller frees it. */
@@ -149,37 +147,4 @@ Test(metrics, idle_tenants_show_no_series_and_labels_are_escaped)
     free(text);
     sl_tenant_metrics_clear(&idle);
     sl_tenant_metrics_clear(&busy);
-}
-
-/* ---- what a reload may change ---- */
-
-static sl_config *parse(const char *json)
-{
-    sl_errors errors;
-    sl_errors_init(&errors);
-    sl_config *cfg = sl_config_parse(json, NULL, &errors);
-    cr_assert_not_null(cfg, "%s", errors.count ? errors.items[0] : "?");
-    sl_errors_clear(&errors);
-    return cfg;
-}
-
-Test(config_reload, only_restart_settings_block_a_reload)
-{
-    sl_config *running = parse("{\"redis\": \"redis://:pw@127.0.0.1:6379/0\", \"workers\": 2,"
-                               " \"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 5}}}");
-    sl_config *rates = parse("{\"redis\": \"redis://:pw@127.0.0.1:6379/0\", \"workers\": 2,"
-                             " \"tenants\": {\"a\": {\"endpoint\": \"http://h/x\", \"rate\": 50},"
-                             " \"b\": {\"endpoint\": \"http://h/\", \"rate\": 1}}}");
-    sl_config *moved = parse("{\"redis\": \"redis://:other@127.0.0.1:6379/0\", \"workers\": 3,"
-                             " \"prefix\": \"p\", \"admin\": null,"
-                             " \"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 5}}}");
-    char why[128];
-    cr_assert_eq(sl_config_reload_blockers(running, rates, why, sizeof why), 0, "%s", why);
-    cr_assert_str_eq(why, "");
-    cr_assert_eq(sl_config_reload_blockers(running, moved, why, sizeof why), 4);
-    cr_assert_str_eq(why, "redis, prefix, workers, admin");
-    cr_assert_null(strstr(why, "other"), "the password is compared, never shown");
-    sl_config_free(running);
-    sl_config_free(rates);
-    sl_config_free(moved);
 }

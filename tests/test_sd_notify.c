@@ -1,4 +1,4 @@
-/* test_systemd.c - the service manager protocol (sd_notify.c): the pure
+/* test_sd_notify.c - the service manager protocol (sd_notify.c): the pure
  * parts, then a real `sluice run` reporting READY, WATCHDOG and STOPPING
  * to a socket this test holds, as systemd would. */
 #include <criterion/criterion.h>

@@ -29,7 +29,7 @@ static void suite_fini(void)
     curl_global_cleanup();
 }
 
-TestSuite(sink, .init = suite_init, .fini = suite_fini);
+TestSuite(test_endpoint, .init = suite_init, .fini = suite_fini);
 
 static void start(sink_process *s)
 {
@@ -150,7 +150,7 @@ static struct curl_slist *key_header(const char *key)
 
 /* ---- behaviour paths ---- */
 
-Test(sink, status_paths_answer_their_status)
+Test(test_endpoint, status_paths_answer_their_status)
 {
     sink_process s;
     start(&s);
@@ -194,7 +194,7 @@ Test(sink, status_paths_answer_their_status)
     sink_stop(&s);
 }
 
-Test(sink, log_lines_carry_every_field)
+Test(test_endpoint, log_lines_carry_every_field)
 {
     sink_process s;
     start(&s);
@@ -250,7 +250,7 @@ Test(sink, log_lines_carry_every_field)
     sink_stop(&s);
 }
 
-Test(sink, flaky_fails_n_times_per_idempotency_key)
+Test(test_endpoint, flaky_fails_n_times_per_idempotency_key)
 {
     sink_process s;
     start(&s);
@@ -280,7 +280,7 @@ Test(sink, flaky_fails_n_times_per_idempotency_key)
     sink_stop(&s);
 }
 
-Test(sink, slow_answers_after_the_delay_without_blocking)
+Test(test_endpoint, slow_answers_after_the_delay_without_blocking)
 {
     sink_process s;
     start(&s);
@@ -327,7 +327,7 @@ Test(sink, slow_answers_after_the_delay_without_blocking)
     sink_stop(&s);
 }
 
-Test(sink, close_drops_the_connection_without_an_answer)
+Test(test_endpoint, close_drops_the_connection_without_an_answer)
 {
     sink_process s;
     start(&s);
@@ -344,7 +344,7 @@ Test(sink, close_drops_the_connection_without_an_answer)
     sink_stop(&s);
 }
 
-Test(sink, keep_alive_reuses_one_connection)
+Test(test_endpoint, keep_alive_reuses_one_connection)
 {
     sink_process s;
     start(&s);
@@ -421,7 +421,7 @@ static void expect_exit(const char *const *args, int code, const char *message_p
     cr_expect(strstr(err, message_part) != NULL, "stderr lacks '%s': %s", message_part, err);
 }
 
-Test(sink, refuses_a_non_loopback_address)
+Test(test_endpoint, refuses_a_non_loopback_address)
 {
     char dir[] = "/tmp/sluice-test-sink-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
@@ -438,7 +438,7 @@ Test(sink, refuses_a_non_loopback_address)
     rmdir(dir);
 }
 
-Test(sink, bad_arguments_exit_2)
+Test(test_endpoint, bad_arguments_exit_2)
 {
     const char *no_log[] = {"--port-file", "/tmp/x", NULL};
     expect_exit(no_log, 2, "--log is required");
@@ -448,7 +448,7 @@ Test(sink, bad_arguments_exit_2)
     expect_exit(unknown, 2, "usage");
 }
 
-Test(sink, a_taken_port_exits_1_naming_the_address)
+Test(test_endpoint, a_taken_port_exits_1_naming_the_address)
 {
     sink_process s;
     start(&s);
@@ -464,7 +464,7 @@ Test(sink, a_taken_port_exits_1_naming_the_address)
     sink_stop(&s);
 }
 
-Test(sink, sigterm_exits_0_and_flushes_the_log)
+Test(test_endpoint, sigterm_exits_0_and_flushes_the_log)
 {
     sink_process s;
     start(&s);
