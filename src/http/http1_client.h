@@ -16,7 +16,7 @@
 #include <event2/event.h>
 
 #include "http/http1_request.h"
-#include "http/http_client.h"
+#include "http/http_exchange.h"
 
 typedef struct sl_h1_client sl_h1_client;
 

@@ -12,7 +12,7 @@
 
 #include <event2/event.h>
 
-#include "http/http_client.h"
+#include "http/http_exchange.h"
 
 typedef struct sl_curl_client sl_curl_client;
 
