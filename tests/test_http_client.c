@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -168,6 +169,28 @@ Test(http_client, a_connection_the_endpoint_closed_while_idle_is_replaced)
     cr_assert_eq(request("POST", url_of("/"), "2", 2000).status, 200);
     raw_http_server_stop(&server);
     cr_assert_eq(atomic_load(&server.accepted), 2);
+}
+
+/* A server that writes past its response: the extra bytes arrive while the
+ * connection is idle and the loop is not running, so only a check at reuse
+ * can see them. Taken as the next request's answer, they would make one
+ * job's 500 another job's result. */
+Test(http_client, a_connection_with_unasked_bytes_is_not_reused)
+{
+    static const raw_reply script[] = {
+        {RAW_ANSWER_THEN_EXTRA, OK_EMPTY},
+        {RAW_ANSWER, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"},
+    };
+    cr_assert(raw_http_server_start_with_extra(&server, script, 2,
+                                               "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"));
+    cr_assert_eq(request("POST", url_of("/"), "1", 2000).status, 200);
+    struct timespec pause = {0, 200 * 1000 * 1000}; /* the extra bytes land; the loop is not run */
+    nanosleep(&pause, NULL);
+    outcome second = request("POST", url_of("/"), "2", 2000);
+    cr_assert_eq(second.status, 201, "the second request took the unasked bytes as its answer: %d %s",
+                 second.status, second.error);
+    raw_http_server_stop(&server);
+    cr_assert_eq(atomic_load(&server.accepted), 2, "the dirty connection was reused");
 }
 
 Test(http_client, a_request_a_reused_connection_lost_unanswered_is_sent_again_once)

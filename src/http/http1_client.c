@@ -5,7 +5,8 @@
  * (the most recently used is reused first, so the rest age out). Every
  * connection is watched for reading all the time: an idle one that turns
  * readable was closed by the peer (or sent what nobody asked for) and is
- * closed, so a request rarely meets a dead connection; when one does
+ * closed, and one is reused only while it has nothing unread, so a request
+ * rarely meets a dead connection and never takes another's answer; when one does
  * (nothing came back on a reused connection), it is sent again, once, on
  * a fresh one, as libcurl does. Completions are reported from an event of
  * their own, so that done() never runs inside sl_h1_send. */
@@ -620,17 +621,31 @@ static origin *find_origin(sl_h1_client *client, const sl_h1_target *target)
 
 /* ---- requests ---- */
 
+/* True if an idle connection has nothing unread and is still open. The
+ * loop closes an idle connection that turns readable, but only on its next
+ * turn: bytes that arrived since (a server that wrote past its response,
+ * or closed) would otherwise be read as the next request's answer. */
+static bool quiet(const conn *c)
+{
+    char byte;
+    ssize_t n = recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 /* Puts ex on a connection: an idle one of its origin, else a new one
  * (once the origin's name is resolved). A request sent again goes on a
  * new one: the idle ones may be as dead as the one that failed it. */
 static void dispatch(exchange *ex)
 {
     origin *o = ex->origin;
-    if (o->idle && !ex->retried) {
+    while (o->idle && !ex->retried) {
         conn *c = o->idle;
         unlink_idle(c);
-        attach(ex, c);
-        return;
+        if (quiet(c)) {
+            attach(ex, c);
+            return;
+        }
+        close_conn(c);
     }
     if (!addresses_fresh(o, sl_monotonic_us())) {
         ex->next = NULL;

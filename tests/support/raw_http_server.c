@@ -11,6 +11,7 @@
 #include "raw_http_server.h"
 
 #define POLL_MS 50
+#define EXTRA_AFTER_MS 20
 
 /* Waits up to POLL_MS for fd to be readable; false if s is stopping. */
 static bool wait_readable(raw_http_server *s, int fd)
@@ -69,6 +70,13 @@ static void serve_connection(raw_http_server *s, int fd)
         size_t len = strlen(r->text);
         if (write(fd, r->text, len) != (ssize_t)len || r->action == RAW_ANSWER_AND_CLOSE)
             return;
+        if (r->action == RAW_ANSWER_THEN_EXTRA) {
+            /* apart from the answer, so the client has taken the answer alone */
+            poll(NULL, 0, EXTRA_AFTER_MS);
+            len = strlen(s->extra);
+            if (write(fd, s->extra, len) != (ssize_t)len)
+                return;
+        }
     }
 }
 
@@ -86,11 +94,13 @@ static void *serve(void *arg)
     return NULL;
 }
 
-bool raw_http_server_start(raw_http_server *s, const raw_reply *script, size_t script_len)
+bool raw_http_server_start_with_extra(raw_http_server *s, const raw_reply *script, size_t script_len,
+                                      const char *extra)
 {
     memset(s, 0, sizeof *s);
     s->script = script;
     s->script_len = script_len;
+    s->extra = extra;
     s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s->listen_fd < 0)
         return false;
@@ -105,6 +115,11 @@ bool raw_http_server_start(raw_http_server *s, const raw_reply *script, size_t s
     }
     s->port = ntohs(addr.sin_port);
     return true;
+}
+
+bool raw_http_server_start(raw_http_server *s, const raw_reply *script, size_t script_len)
+{
+    return raw_http_server_start_with_extra(s, script, script_len, "");
 }
 
 void raw_http_server_stop(raw_http_server *s)

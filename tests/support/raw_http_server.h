@@ -16,6 +16,7 @@ typedef enum raw_action {
     RAW_ANSWER_AND_CLOSE, /* write text, then close */
     RAW_CLOSE,            /* close without a word */
     RAW_SILENCE,          /* never answer; wait for the client to go */
+    RAW_ANSWER_THEN_EXTRA, /* write text, a moment later the server's extra, unasked; keep it */
 } raw_action;
 
 typedef struct raw_reply {
@@ -29,6 +30,7 @@ typedef struct raw_http_server {
     pthread_t thread;
     const raw_reply *script;
     size_t script_len;
+    const char *extra;      /* what RAW_ANSWER_THEN_EXTRA writes unasked */
     atomic_size_t replies;  /* script steps taken */
     atomic_int accepted;    /* connections */
     atomic_bool stop;
@@ -39,6 +41,9 @@ typedef struct raw_http_server {
 /* Starts s on a free 127.0.0.1 port with script (which must outlive it);
  * false if it cannot listen. */
 bool raw_http_server_start(raw_http_server *s, const raw_reply *script, size_t script_len);
+/* The same, with the bytes RAW_ANSWER_THEN_EXTRA sends after its answer. */
+bool raw_http_server_start_with_extra(raw_http_server *s, const raw_reply *script, size_t script_len,
+                                      const char *extra);
 /* Stops the thread and closes the port. */
 void raw_http_server_stop(raw_http_server *s);
 
