@@ -431,6 +431,50 @@ Test(daemon, carries_on_when_redis_restarts)
     assert_nothing_left("acme");
 }
 
+/* A Redis restarting from a dump answers LOADING until the dump is in:
+ * the daemon's setup (SCRIPT LOAD) meets it, and must try again rather
+ * than wait forever on a connection that will never be ready. */
+Test(daemon, recovers_from_a_redis_that_answers_loading_at_setup)
+{
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 200}}", sink.port);
+    daemon_process d = start_daemon(config);
+    redis_fixture_push_jobs(&fx, "acme", "before", 10);
+    sink_request *reqs = NULL;
+    size_t n = wait_each_delivered("before", 10, 15000, &reqs);
+    sink_requests_free(reqs, n);
+    /* 3,000 keys at 1 ms each: about 3 s of LOADING after the restart. */
+    for (int i = 0; i < 3000; i++)
+        cr_assert_eq(redisAppendCommand(fx.conn, "SET filler:%d x", i), REDIS_OK);
+    for (int i = 0; i < 3000; i++) {
+        redisReply *reply = NULL;
+        cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
+        freeReplyObject(reply);
+    }
+    redis_fixture_shutdown(&fx, true);
+    fx.server.key_load_delay_us = 1000;
+    redis_fixture_restart(&fx);
+    fx.server.key_load_delay_us = 0;
+    redisReply *pong = redisCommand(fx.conn, "PING");
+    cr_assert(pong && pong->type == REDIS_REPLY_ERROR && strncmp(pong->str, "LOADING", 7) == 0,
+              "the restarted server was not loading: the test proves nothing");
+    freeReplyObject(pong);
+    for (int i = 0; i < 200; i++) { /* until the dump is in (20 s at most) */
+        pong = redisCommand(fx.conn, "PING");
+        bool loaded = pong && pong->type == REDIS_REPLY_STATUS;
+        freeReplyObject(pong);
+        if (loaded)
+            break;
+        sleep_ms(100);
+    }
+    redis_fixture_push_jobs(&fx, "acme", "after", 10);
+    n = wait_each_delivered("after", 10, 20000, &reqs);
+    assert_each_once(reqs, n, "after", 10, true); /* else the worker is stuck */
+    sink_requests_free(reqs, n);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "still running, exits cleanly");
+    assert_nothing_left("acme");
+}
+
 /* ---- outcomes and dead letters ---- */
 
 /* All dead-letter records of a tenant, oldest first, as one string each. */

@@ -57,6 +57,15 @@ static void on_message(redisAsyncContext *ac, void *r, void *privdata)
     redisReply *reply = r;
     if (!reply || n->closing)
         return;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* PSUBSCRIBE refused (an ACL without the channel, a server still
+         * loading): without a subscription the connection is useless, so
+         * drop it and look again later. */
+        SL_LOG(SL_LOG_WARNING, "msg=\"notifications: PSUBSCRIBE failed, retrying later\" error=\"%s\"",
+               reply->str);
+        redisAsyncDisconnect(n->ac);
+        return;
+    }
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
         return;
     const char *kind = reply->element[0]->str;
@@ -113,9 +122,12 @@ static void on_auth(redisAsyncContext *ac, void *r, void *privdata)
 {
     (void)ac;
     redisReply *reply = r;
-    (void)privdata;
-    if (reply && reply->type == REDIS_REPLY_ERROR)
-        SL_LOG(SL_LOG_ERROR, "msg=\"notifications: AUTH failed\" error=\"%s\"", reply->str);
+    sl_notify *n = privdata;
+    if (reply && reply->type == REDIS_REPLY_ERROR && !n->closing) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"notifications: AUTH failed, retrying later\" error=\"%s\"",
+               reply->str);
+        redisAsyncDisconnect(n->ac);
+    }
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)

@@ -18,6 +18,12 @@
 static const char *const daemon_scripts[] = {"claim", "ack"};
 #define SCRIPT_COUNT (sizeof daemon_scripts / sizeof daemon_scripts[0])
 
+/* The argument of a setup command's reply: which step, on which connection. */
+typedef struct setup_step {
+    struct sl_redis_conn *conn;
+    const char *what; /* "AUTH", "SELECT" */
+} setup_step;
+
 struct sl_redis_conn {
     struct event_base *base;
     const sl_redis_target *target;
@@ -37,6 +43,7 @@ struct sl_redis_conn {
     sl_redis_metrics *metrics; /* the caller's, or own_metrics */
     sl_redis_metrics own_metrics;
     bool closing; /* freeing: the disconnect is ours, do not reconnect */
+    setup_step auth_step, select_step;
 };
 
 typedef struct pending_call {
@@ -106,6 +113,17 @@ bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const 
     return send_internal(conn, argc, argv, argvlen, fn, arg);
 }
 
+/* A setup step that failed (AUTH refused, SELECT out of range, a server
+ * still LOADING its dump, ...) leaves a connection that will never be
+ * ready: drop it, and on_disconnect reconnects after the backoff, which
+ * grows until a setup succeeds. Safe inside a hiredis callback: hiredis
+ * disconnects once the replies still due have come. */
+static void drop_connection(sl_redis_conn *conn)
+{
+    if (conn->ac && !conn->closing)
+        redisAsyncDisconnect(conn->ac);
+}
+
 typedef struct script_load {
     sl_redis_conn *conn;
     size_t index;
@@ -125,8 +143,9 @@ static void on_script_loaded(redisReply *reply, void *arg)
                 set_ready(conn, true);
             }
         } else if (reply) {
-            SL_LOG(SL_LOG_ERROR, "msg=\"SCRIPT LOAD failed\" script=%s error=\"%s\"",
+            SL_LOG(SL_LOG_ERROR, "msg=\"SCRIPT LOAD failed, reconnecting\" script=%s error=\"%s\"",
                    daemon_scripts[load->index], reply->type == REDIS_REPLY_ERROR ? reply->str : "?");
+            drop_connection(conn);
         }
     }
     free(load);
@@ -150,15 +169,15 @@ void sl_redis_conn_reload_scripts(sl_redis_conn *conn)
     }
 }
 
-/* Labels for on_setup_reply (mutable arrays: callback args are void *). */
-static char auth_label[] = "AUTH";
-static char select_label[] = "SELECT";
 
 static void on_setup_reply(redisReply *reply, void *arg)
 {
-    const char *what = arg;
-    if (reply && reply->type == REDIS_REPLY_ERROR)
-        SL_LOG(SL_LOG_ERROR, "msg=\"redis %s failed\" error=\"%s\"", what, reply->str);
+    setup_step *step = arg;
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"redis %s failed, reconnecting\" error=\"%s\"", step->what,
+               reply->str);
+        drop_connection(step->conn);
+    }
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
@@ -177,17 +196,17 @@ static void on_connect(const redisAsyncContext *ac, int status)
     if (t->password) {
         if (t->username) {
             const char *argv[] = {"AUTH", t->username, t->password};
-            send_internal(conn, 3, argv, NULL, on_setup_reply, auth_label);
+            send_internal(conn, 3, argv, NULL, on_setup_reply, &conn->auth_step);
         } else {
             const char *argv[] = {"AUTH", t->password};
-            send_internal(conn, 2, argv, NULL, on_setup_reply, auth_label);
+            send_internal(conn, 2, argv, NULL, on_setup_reply, &conn->auth_step);
         }
     }
     if (t->db != 0) {
         char db[16];
         snprintf(db, sizeof db, "%d", t->db);
         const char *argv[] = {"SELECT", db};
-        send_internal(conn, 2, argv, NULL, on_setup_reply, select_label);
+        send_internal(conn, 2, argv, NULL, on_setup_reply, &conn->select_step);
     }
     sl_redis_conn_reload_scripts(conn);
 }
@@ -257,6 +276,8 @@ sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target 
     conn->on_ready = on_ready;
     conn->arg = arg;
     conn->backoff_ms = RECONNECT_MIN_MS;
+    conn->auth_step = (setup_step){conn, "AUTH"};
+    conn->select_step = (setup_step){conn, "SELECT"};
     conn->reconnect_timer = evtimer_new(base, connect_now, conn);
     conn->watchdog = event_new(base, -1, EV_PERSIST, watchdog, conn);
     if (!conn->reconnect_timer || !conn->watchdog) {

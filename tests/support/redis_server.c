@@ -43,7 +43,7 @@ redisContext *rs_connect(const rs_server *server)
     return c;
 }
 
-static pid_t spawn_redis(const char *dir, int port)
+static pid_t spawn_redis(const char *dir, int port, int key_load_delay_us)
 {
     pid_t parent = getpid();
     pid_t pid = fork();
@@ -53,12 +53,17 @@ static pid_t spawn_redis(const char *dir, int port)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127);
-    char port_text[16], log_path[128];
+    char port_text[16], log_path[128], delay_text[16];
     snprintf(port_text, sizeof port_text, "%d", port);
     snprintf(log_path, sizeof log_path, "%s/redis.log", dir);
+    snprintf(delay_text, sizeof delay_text, "%d", key_load_delay_us);
+    /* With a load delay, answer clients every KiB loaded, not every 2 MiB,
+     * or a small dump would load without a word to anyone. */
     execlp("redis-server", "redis-server", "--port", port_text, "--bind", "127.0.0.1",
            "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir,
-           "--logfile", log_path, "--loglevel", "warning", (char *)NULL);
+           "--logfile", log_path, "--loglevel", "warning", "--key-load-delay", delay_text,
+           "--loading-process-events-interval-bytes", key_load_delay_us > 0 ? "1024" : "2097152",
+           (char *)NULL);
     _exit(127);
 }
 
@@ -74,7 +79,10 @@ static bool wait_ready(rs_server *server)
         redisContext *c = rs_connect(server);
         if (c) {
             redisReply *reply = redisCommand(c, "PING");
-            bool ok = reply && reply->type == REDIS_REPLY_STATUS;
+            bool loading = reply && reply->type == REDIS_REPLY_ERROR &&
+                           strncmp(reply->str, "LOADING", 7) == 0;
+            bool ok = reply && (reply->type == REDIS_REPLY_STATUS ||
+                                (loading && server->key_load_delay_us > 0));
             freeReplyObject(reply);
             redisFree(c);
             if (ok)
@@ -105,7 +113,7 @@ bool rs_start_on(rs_server *server, int port, char *err, size_t err_size)
      * then the server exits and we try another one. */
     for (int attempt = 0; attempt < (port ? 50 : 5); attempt++) {
         server->port = port ? port : rs_free_port();
-        server->pid = spawn_redis(server->dir, server->port);
+        server->pid = spawn_redis(server->dir, server->port, server->key_load_delay_us);
         if (server->pid < 0) {
             snprintf(err, err_size, "fork: %s", strerror(errno));
             server->pid = 0;

@@ -12,6 +12,10 @@ typedef struct rs_server {
     pid_t pid;     /* 0 when not running */
     int port;      /* on 127.0.0.1 */
     char dir[64];  /* its working directory, removed by rs_stop */
+    /* > 0: the next start loads its dump slowly, this long per key, and
+     * answers LOADING meanwhile (Redis's own test settings); rs_start_on
+     * then returns while it still loads. */
+    int key_load_delay_us;
 } rs_server;
 
 /* Starts redis-server on a free loopback port in a fresh temporary
