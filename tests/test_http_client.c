@@ -14,6 +14,7 @@
 #include <event2/event.h>
 
 #include "http/http1_client.h"
+#include "http/http_client.h"
 #include "raw_http_server.h"
 
 #define OK_EMPTY "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
@@ -304,5 +305,58 @@ Test(http_client, free_with_requests_under_way_calls_nobody)
     client = NULL;
     run_loop(50);
     cr_assert_eq(o.calls, 0);
+    raw_http_server_stop(&server);
+}
+
+/* A header with an empty value: sluice's own client sends it empty, and
+ * libcurl (which takes a URL with credentials) must too, not drop it. */
+static bool has_empty_header(const char *request, size_t len, const char *name)
+{
+    char line[64];
+    snprintf(line, sizeof line, "\r\n%s:", name);
+    const char *at = memmem(request, len, line, strlen(line));
+    if (!at)
+        return false;
+    at += strlen(line);
+    while (*at == ' ')
+        at++;
+    return at[0] == '\r' && at[1] == '\n';
+}
+
+Test(http_client, both_clients_send_a_header_with_an_empty_value)
+{
+    /* one connection at a time: the first closes, so libcurl's gets served */
+    static const raw_reply script[] = {{RAW_ANSWER_AND_CLOSE, OK_EMPTY}, {RAW_ANSWER, OK_EMPTY}};
+    start_server(script, 2);
+    const char *headers[] = {"X-Empty: ", "X-Full: yes"};
+    sl_http_request r = {.method = "POST", .url = url_of("/"), .headers = headers,
+                         .header_count = 2, .body = "b", .body_len = 1, .timeout_ms = 2000};
+    sl_h1_target target;
+    cr_assert(sl_h1_target_parse(r.url, &target));
+    outcome own = {0};
+    cr_assert(sl_h1_send(client, &target, &r, on_done, &own));
+    for (int i = 0; i < 50 && !own.done; i++)
+        run_loop(100);
+    cr_assert_eq(own.status, 200, "%s", own.error);
+    cr_assert(has_empty_header(server.last_request, atomic_load(&server.last_request_len), "X-Empty"),
+              "own client: %.*s", (int)atomic_load(&server.last_request_len), server.last_request);
+
+    char err[256];
+    sl_http_client *chooser = sl_http_client_new(base, err, sizeof err);
+    cr_assert_not_null(chooser, "%s", err);
+    char url[128]; /* credentials in the URL: the chooser hands it to libcurl */
+    snprintf(url, sizeof url, "http://user:pw@127.0.0.1:%d/", server.port);
+    r.url = url;
+    outcome curl = {0};
+    cr_assert(sl_http_send(chooser, &r, on_done, &curl));
+    for (int i = 0; i < 50 && !curl.done; i++)
+        run_loop(100);
+    cr_assert_eq(curl.status, 200, "%s", curl.error);
+    size_t len = atomic_load(&server.last_request_len);
+    cr_assert(memmem(server.last_request, len, "Authorization: Basic", 20), "not libcurl's request");
+    cr_assert(has_empty_header(server.last_request, len, "X-Empty"), "libcurl: %.*s", (int)len,
+              server.last_request);
+    cr_assert(has_empty_header(server.last_request, len, "X-Full") == false);
+    sl_http_client_free(chooser);
     raw_http_server_stop(&server);
 }

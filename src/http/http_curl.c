@@ -310,6 +310,26 @@ static transfer *take_transfer(sl_curl_client *client)
     return t;
 }
 
+/* Appends one "Name: value" line. libcurl reads "Name:" with nothing after
+ * the colon as "remove the header", where sluice's own client sends an
+ * empty value; "Name;" is libcurl's way to send it empty, so both clients
+ * put the same header on the wire. */
+static struct curl_slist *append_header(struct curl_slist *list, const char *line)
+{
+    const char *colon = strchr(line, ':');
+    if (!colon || colon[strspn(colon + 1, " \t") + 1] != '\0')
+        return curl_slist_append(list, line);
+    size_t name_len = (size_t)(colon - line);
+    char *empty = malloc(name_len + 2);
+    if (!empty)
+        return NULL;
+    memcpy(empty, line, name_len);
+    memcpy(empty + name_len, ";", 2);
+    struct curl_slist *more = curl_slist_append(list, empty);
+    free(empty);
+    return more;
+}
+
 bool sl_curl_send(sl_curl_client *client, const sl_http_request *request, sl_http_done_fn done,
                   void *arg)
 {
@@ -323,7 +343,7 @@ bool sl_curl_send(sl_curl_client *client, const sl_http_request *request, sl_htt
     t->started_us = sl_monotonic_us();
     t->headers = NULL;
     for (size_t i = 0; i < request->header_count; i++) {
-        struct curl_slist *more = curl_slist_append(t->headers, request->headers[i]);
+        struct curl_slist *more = append_header(t->headers, request->headers[i]);
         if (!more) {
             recycle(client, t);
             return false;
