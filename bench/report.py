@@ -35,8 +35,8 @@ def table(header, rows):
 
 
 def targets(res):
-    """(target, figure, met) for every target the issue names; met is
-    None where the scenario did not run."""
+    """(target, figure, met) for every target the issue names, of the
+    scenarios that ran."""
     out = []
     tp = res.get("throughput")
     ceil = res.get("ceiling")
