@@ -1,19 +1,22 @@
 """report.py - turns the benchmark results into the printed table,
-RESULTS.md and the PNG plots (gnuplot). Python standard library only."""
+RESULTS.md (with results.json beside it) and, through plots.py, the PNG
+plots. Everything but write() is a pure function of the results."""
 
 import json
 import os
-import shutil
-import subprocess
+
+from .plots import plots
 
 MIB = 1024.0
 
 
 def f(x, fmt="%.0f", none="-"):
+    """x by fmt; none when x is None (a figure a run did not get)."""
     return none if x is None else fmt % x
 
 
 def pct(x, digits=3):
+    """A signed ratio as a percentage: 0.0012 -> "+0.120%"."""
     return "-" if x is None else ("%+." + str(digits) + "f%%") % (100 * x)
 
 
@@ -25,14 +28,15 @@ def probe_us(v, wakeups):
 
 
 def table(header, rows):
+    """A Markdown table."""
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
 def targets(res):
-    """(target, figure, met) for every target the issue names; met is
-    None where the scenario did not run."""
+    """(target, figure, met) for every target the issue names, of the
+    scenarios that ran."""
     out = []
     tp = res.get("throughput")
     ceil = res.get("ceiling")
@@ -134,121 +138,6 @@ def targets(res):
         out.append(("claimed-job overhead in Redis < 200 bytes beyond the payload",
                     "%.0f bytes" % mem["claimed_overhead"], mem["claimed_overhead"] < 200))
     return out
-
-
-def gnuplot(script, notes):
-    if not shutil.which("gnuplot"):
-        notes.append("gnuplot is missing: no plots")
-        return
-    out = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        notes.append("gnuplot failed: %s" % out.stderr.strip()[:300])
-
-
-def plots(res, out, workdir, notes):
-    made = []
-    sh = res.get("shaping")
-    if sh and sh.get("bursty"):
-        b = sh["bursty"]
-        png = os.path.join(out, "shaping-bursty.png")
-        gnuplot("""
-set terminal pngcairo size 1100,760 font ",10"
-set output '%s'
-set multiplot layout 2,1 title "Bursty input into one tenant shaped to %d jobs/s: %d jobs in one LPUSH every %g s"
-set grid
-set key top right
-set xlabel "time since the first burst (s)"
-set ylabel "output, jobs/s per 100 ms bin"
-set yrange [0:%d]
-set y2label "input, jobs/s per 100 ms bin"
-set y2range [0:%d]
-set y2tics
-set ytics nomirror
-plot '%s' using 1:2 axes x1y2 with impulses lw 4 lc rgb "#bbbbbb" title "input (right axis)", \\
-     '' using 1:3 with steps lw 2 lc rgb "#1f77b4" title "output: departures (--trace-departures)", \\
-     '' using 1:4 with steps lw 1 dt 2 lc rgb "#d62728" title "output: arrivals at the endpoint", \\
-     %d with lines lc rgb "#2ca02c" dt 3 title "the tenant's rate"
-unset y2tics
-unset y2label
-set ytics mirror
-set ylabel "jobs so far"
-set yrange [0:*]
-set key top left
-plot '%s' using 1:5 with steps lw 2 lc rgb "#999999" title "pushed", \\
-     '' using 1:6 with steps lw 2 lc rgb "#1f77b4" title "departed", \\
-     '' using 1:7 with steps lw 1 dt 2 lc rgb "#d62728" title "arrived at the endpoint"
-unset multiplot
-""" % (png, b["rate"], b["burst"], b["every_s"], b["rate"] * 2, b["burst"] * 10 * 1.1,
-       b["data"], b["rate"], b["data"]), notes)
-        made.append(png)
-    if sh and sh.get("runs"):
-        data = os.path.join(workdir, "jitter.dat")
-        with open(data, "w") as fh:
-            fh.write("# rate d_p50 d_p99 d_max e_p50 e_p99 e_max twin_p99 (us; twin: NaN if none)\n")
-            for r in sh["runs"]:
-                d, e = r["daemon"], r["endpoint"]
-                vals = [d["jitter_p50_us"], d["jitter_p99_us"], d["jitter_max_us"],
-                        e["jitter_p50_us"], e["jitter_p99_us"], e["jitter_max_us"]]
-                twin = r.get("twin_jitter_p99_us")
-                fh.write("%d %s %s\n" % (r["rate"], " ".join("%g" % max(0.5, v or 0) for v in vals),
-                                         "%g" % max(0.5, twin) if twin is not None else "NaN"))
-        png = os.path.join(out, "shaping-jitter.png")
-        gnuplot("""
-set terminal pngcairo size 1000,560 font ",10"
-set output '%s'
-set title "Gap jitter |gap - 1/rate| by rate (from a backlog; 1/s and 10/s: 20 and 5 tenants)"
-set xlabel "rate (jobs/s)"
-set ylabel "jitter (us)"
-set logscale xy
-set xrange [0.7:30000]
-set yrange [5:300000]
-set grid
-set key top left
-plot '%s' using 1:2 with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "p50, departures (trace)", \\
-     '' using 1:3 with linespoints lw 2 pt 5 lc rgb "#ff7f0e" title "p99, departures (trace)", \\
-     '' using 1:4 with linespoints lw 2 pt 9 lc rgb "#d62728" title "max, departures (trace)", \\
-     '' using 1:5 with linespoints dt 2 pt 6 lc rgb "#1f77b4" title "p50, endpoint arrivals", \\
-     '' using 1:6 with linespoints dt 2 pt 4 lc rgb "#ff7f0e" title "p99, endpoint arrivals", \\
-     '' using 1:7 with linespoints dt 2 pt 8 lc rgb "#d62728" title "max, endpoint arrivals", \\
-     '' using 1:8 with linespoints lw 1 pt 3 lc rgb "#9467bd" title "p99, a bare timer beside the run", \\
-     500 with lines lc rgb "#2ca02c" dt 3 title "target for p99 up to 1,000/s (0.5 ms)", \\
-     1e6/x with lines lc rgb "#888888" dt 4 title "one interval, 1/rate"
-""" % (png, data), notes)
-        made.append(png)
-    tp = res.get("throughput")
-    if tp:
-        data = os.path.join(workdir, "throughput.dat")
-        rows = [("sluice, 1 tenant", tp["one"]["rate_steady"]),
-                ("sluice, 100 tenants", tp["many"]["rate_steady"])]
-        fl = res.get("fleet")
-        if fl:
-            rows += [("fleet of %d, 1 tenant" % r["processes"], r["rate_steady"]) for r in fl["fast"]]
-        if res.get("ceiling"):
-            rows.append(("wrk -c50 (ceiling)", res["ceiling"]["rps"]))
-        with open(data, "w") as fh:
-            for i, (label, v) in enumerate(rows):
-                fh.write('%d "%s" %g\n' % (i, label, v or 0))
-        wrk = res["ceiling"]["rps"] if res.get("ceiling") and res["ceiling"]["rps"] else None
-        extra = (', \\\n     %g with lines lc rgb "#ff7f0e" dt 2 title "0.6 of the wrk ceiling"'
-                 % (0.6 * wrk)) if wrk else ""
-        png = os.path.join(out, "throughput.png")
-        gnuplot("""
-set terminal pngcairo size 1000,520 font ",10"
-set output '%s'
-set title "Delivered jobs/s to a local HTTP endpoint (2 vCPUs shared by sluice, Redis, the endpoint)"
-set key outside bottom center horizontal
-set ylabel "jobs/s"
-set style fill solid 0.7
-set boxwidth 0.6
-set yrange [0:*]
-set grid ytics
-set xtics rotate by -20
-plot '%s' using 1:3:xtic(2) with boxes lc rgb "#1f77b4" notitle, \\
-     '' using 1:3:(sprintf("%%.0f", $3)) with labels offset 0,1 notitle, \\
-     25000 with lines lc rgb "#2ca02c" dt 3 title "target 25,000/s"%s
-""" % (png, data, extra), notes)
-        made.append(png)
-    return made
 
 
 def sections(res, facts, command):
@@ -462,18 +351,17 @@ def sections(res, facts, command):
     return md
 
 
-def write(res, facts, command, out, workdir):
-    notes = list(res.get("notes", []))
-    made = plots(res, out, workdir, notes)
-    tg = targets(res)
-    summary = table(["target", "measured", "met"],
-                    [[t, m, "yes" if ok else "**NO**"] for t, m, ok in tg])
+def markdown(res, facts, command, notes, tg=None):
+    """The text of RESULTS.md: the run, the machine, the targets, a section
+    per scenario that ran, the noise and the notes. tg: targets(res), when
+    the caller has them already."""
+    tg = targets(res) if tg is None else tg
     md = ["# sluice benchmarks\n",
           ("**Partial run** (--quick, --only, or stopped early): not the figures of record.\n"
            if facts.get("partial") else ""),
           "Command: `%s` (from the top of the checkout; it installs what is missing, builds "
           "`build-release/` with `meson setup build-release --buildtype=release`, and runs "
-          "`bench/bench.py`). Date: %s. Duration: %s.\n" % (command, facts["date"], facts["duration"]),
+          "`python3 -m bench`). Date: %s. Duration: %s.\n" % (command, facts["date"], facts["duration"]),
           "## Machine\n\n" + table(["", ""], [[k, facts[k]] for k in
                                               ("nproc", "cpu", "memory", "kernel", "os", "redis",
                                                "libcurl", "libevent", "hiredis", "wrk", "cc",
@@ -483,11 +371,26 @@ def write(res, facts, command, out, workdir):
           "only for the bursty-input run and the first many-tenants run (said where it "
           "applies), and `sluice-sink` (tests/sink) as the HTTP endpoint, which logs one line "
           "per request. sluice, Redis, the sink (and wrk) share the machine's vCPUs.\n",
-          "## Targets\n\n" + summary]
+          "## Targets\n\n" + summary_table(tg)]
     md += sections(res, facts, command)
     if notes:
         md.append("## Notes\n\n" + "\n".join("- " + n for n in notes))
-    text = "\n\n".join(s.strip() for s in md if s.strip()) + "\n"
+    return "\n\n".join(s.strip() for s in md if s.strip()) + "\n"
+
+
+def summary_table(tg):
+    """The targets as a table: target, measured, met (yes or **NO**)."""
+    return table(["target", "measured", "met"],
+                 [[t, m, "yes" if ok else "**NO**"] for t, m, ok in tg])
+
+
+def write(res, facts, command, out, workdir):
+    """Writes the plots, results.json and RESULTS.md into out (the plots'
+    data files into workdir) and prints the targets and the sections."""
+    notes = list(res.get("notes", []))
+    made = plots(res, out, workdir, notes)
+    tg = targets(res)
+    text = markdown(res, facts, command, notes, tg)
     with open(os.path.join(out, "results.json"), "w") as fh:
         json.dump({"facts": facts, "command": command, "results": res,
                    "targets": [{"target": t, "measured": m, "met": ok} for t, m, ok in tg]},
@@ -497,7 +400,7 @@ def write(res, facts, command, out, workdir):
         fh.write(text)
     print()
     print("=" * 78)
-    print(summary)
+    print(summary_table(tg))
     print()
     for s in sections(res, facts, command):
         print(s)

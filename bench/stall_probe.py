@@ -8,7 +8,9 @@ sluice that is late while this process is late too was delayed by the
 machine (the hypervisor, other processes), not by sluice. Every 1,000
 wake-ups, and on exit, it writes "# at T wakeups N" (N wake-ups made by
 time T), so that the share of late wake-ups in any time window is known.
-Its own CPU cost is a few percent of one core."""
+Its own CPU cost is a few percent of one core.
+
+read() is the other side: what the bench makes of OUT."""
 
 import ctypes
 import signal
@@ -34,6 +36,27 @@ def main():
             if wakeups % 1000 == 0:
                 out.write("# at %d wakeups %d\n" % (after, wakeups))
         out.write("# at %d wakeups %d\n" % (time.time_ns() // 1000, wakeups))
+
+
+def read(lines):
+    """The figures of a probe's OUT lines: (expected, actual) of each late
+    wake-up (stalls), (time, wake-ups so far) checkpoints (marks), the
+    wake-ups made, and how many were late by more than 0.5 and 2 ms, and
+    the worst lateness (us)."""
+    stalls, marks = [], []
+    for line in lines:
+        if line.startswith("# at "):
+            parts = line.split()
+            marks.append((int(parts[2]), int(parts[4])))
+        elif line.strip():
+            a, b = line.split()
+            stalls.append((int(a), int(b)))
+    late = [b - a for a, b in stalls]
+    return {"stalls": stalls, "marks": marks,
+            "wakeups": max((n for _, n in marks), default=0),
+            "over_500us": sum(1 for x in late if x > 500),
+            "over_2ms": sum(1 for x in late if x > 2000),
+            "max_us": max(late, default=0)}
 
 
 if __name__ == "__main__":

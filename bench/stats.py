@@ -168,3 +168,17 @@ def probe_window(stalls, marks, start_us, end_us):
         k = max(1, int(k))
         return late[k - 1] if wakeups and k <= len(late) else None
     return wakeups, top(99), top(99.9)
+
+
+def noise_shares(wall_s, ncpu, busy_jiffies, steal_jiffies, total_jiffies, ours_s, clk_tck):
+    """The machine's CPU during a scenario, as % of all its CPUs: what the
+    bench's own processes used (ours_s seconds), what other processes used
+    (the machine's busy time beyond ours: foreign) and what the hypervisor
+    stole (of all jiffies /proc/stat counted)."""
+    foreign = max(0.0, busy_jiffies / clk_tck - ours_s)
+    return {
+        "wall_s": wall_s,
+        "foreign_pct": 100.0 * foreign / (wall_s * ncpu) if wall_s > 0 else 0.0,
+        "steal_pct": 100.0 * steal_jiffies / max(1, total_jiffies),
+        "ours_pct": 100.0 * ours_s / (wall_s * ncpu) if wall_s > 0 else 0.0,
+    }

@@ -7,7 +7,9 @@ else: the gaps between its wake-ups show how steady any timer can be on
 this machine at that moment. Run beside a shaping run with the daemon's
 wake-up rate, its gap jitter is the least that run could show. Writes the
 wake-up times (wall clock, microseconds), one per line, to OUT on SIGTERM
-or after MAX_S seconds (default 120), whichever comes first."""
+or after MAX_S seconds (default 120), whichever comes first.
+
+read() is the other side: the wake-up times in OUT."""
 
 import ctypes
 import signal
@@ -32,6 +34,11 @@ def main():
         wakeups.append(time.time_ns() // 1000)
     with open(out_path, "w") as out:
         out.write("".join("%d\n" % t for t in wakeups))
+
+
+def read(lines):
+    """The wake-up times (us) of a twin's OUT lines."""
+    return [int(line) for line in lines if line.strip()]
 
 
 if __name__ == "__main__":

@@ -1,13 +1,8 @@
-#!/usr/bin/env python3
-"""Tests of bench/stats.py: python3 bench/test_stats.py"""
+"""Tests of bench/stats.py."""
 
-import os
-import sys
 import unittest
 
-sys.dont_write_bytecode = True  # no __pycache__ in the checkout
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import stats as S  # noqa: E402
+from bench import stats as S
 
 
 class Stats(unittest.TestCase):
@@ -88,6 +83,29 @@ class Stats(unittest.TestCase):
     def test_command_counts(self):
         self.assertEqual(S.command_counts({"a": 1, "b": 2}, {"a": 4, "b": 2, "c": 1}),
                          {"a": 3, "c": 1})
+
+    def test_noise_shares(self):
+        # 10 s on 2 CPUs; the machine was busy 8 s (800 jiffies at 100/s),
+        # 3 s of it ours; 50 of 2,000 jiffies stolen
+        n = S.noise_shares(10.0, 2, 800, 50, 2000, 3.0, 100)
+        self.assertEqual(n["wall_s"], 10.0)
+        self.assertAlmostEqual(n["ours_pct"], 15.0)
+        self.assertAlmostEqual(n["foreign_pct"], 25.0)
+        self.assertAlmostEqual(n["steal_pct"], 2.5)
+        # ours beyond the machine's busy time (jiffies are coarse): no negative foreign
+        self.assertEqual(S.noise_shares(10.0, 2, 100, 0, 0, 3.0, 100)["foreign_pct"], 0.0)
+        self.assertEqual(S.noise_shares(0.0, 2, 0, 0, 0, 0.0, 100)["ours_pct"], 0.0)
+
+    def test_rate_needs_two_departures_and_a_span(self):
+        self.assertIsNone(S.rate_per_s([5]))
+        self.assertIsNone(S.rate_per_s([5, 5]))
+        self.assertAlmostEqual(S.rate_per_s([0, 500000, 1000000]), 2.0)
+        self.assertIsNone(S.rate_error([], 10))
+        self.assertAlmostEqual(S.rate_error([0, 200000, 400000], 10), -0.5)  # 5/s of 10/s
+
+    def test_min_gap_ratio(self):
+        self.assertAlmostEqual(S.min_gap_ratio([0, 1000, 1500, 2500], 1000), 0.5)
+        self.assertIsNone(S.min_gap_ratio([7], 1000))
 
 
 if __name__ == "__main__":
