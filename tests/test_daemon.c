@@ -17,6 +17,7 @@
 
 #include "daemon_env.h"
 #include "daemon_process.h"
+#include "delivery_checks.h"
 #include "base/monotonic.h"
 #include "job/pacing.h"
 #include "redis_fixture.h"
@@ -133,48 +134,10 @@ static spacing measure_spacing(const int64_t *t, size_t n, double interval_us)
     return s;
 }
 
-static long long redis_int(const char *format, const char *tenant)
-{
-    redisReply *reply = redisCommand(fx.conn, format, tenant);
-    cr_assert(reply && reply->type == REDIS_REPLY_INTEGER, "%s", format);
-    long long v = reply->integer;
-    freeReplyObject(reply);
-    return v;
-}
-
-static void assert_nothing_left(const char *tenant)
-{
-    cr_assert_eq(redis_int("LLEN sluice:{%s}:queue", tenant), 0, "queue not empty");
-    cr_assert_eq(redis_int("ZCARD sluice:{%s}:inflight", tenant), 0, "jobs still in flight");
-    cr_assert_eq(redis_int("ZCARD sluice:{%s}:retry", tenant), 0, "jobs still retrying");
-    cr_assert_eq(redis_int("HLEN sluice:{%s}:jobs", tenant), 0, "job records left");
-}
-
 static int compare_arrival(const void *a, const void *b)
 {
     int64_t x = ((const sink_request *)a)->arrival_us, y = ((const sink_request *)b)->arrival_us;
     return (x > y) - (x < y);
-}
-
-/* Every id tag-0..n-1 arrived exactly once (duplicates allowed if allow_dup). */
-static void assert_each_once(const sink_request *reqs, size_t n, const char *tag, int expected,
-                             bool allow_dup)
-{
-    int *seen = calloc((size_t)expected, sizeof *seen);
-    size_t tag_len = strlen(tag);
-    for (size_t i = 0; i < n; i++) {
-        if (strncmp(reqs[i].key, tag, tag_len) != 0 || reqs[i].key[tag_len] != '-')
-            continue;
-        int k = atoi(reqs[i].key + tag_len + 1);
-        cr_assert(k >= 0 && k < expected, "unexpected key %s", reqs[i].key);
-        seen[k]++;
-    }
-    for (int k = 0; k < expected; k++) {
-        cr_assert_geq(seen[k], 1, "%s-%d never delivered", tag, k);
-        if (!allow_dup)
-            cr_assert_eq(seen[k], 1, "%s-%d delivered %d times", tag, k, seen[k]);
-    }
-    free(seen);
 }
 
 /* Requests the sink has logged so far. */
@@ -184,32 +147,6 @@ static size_t count_delivered(void)
     size_t n = sink_read_log(&sink, &reqs);
     sink_requests_free(reqs, n);
     return n;
-}
-
-/* Waits until every id tag-0..expected-1 has arrived (duplicates may come
- * first: a killed worker can deliver a job it could not ack). */
-static size_t wait_each_delivered(const char *tag, int expected, int timeout_ms, sink_request **out)
-{
-    size_t n = 0;
-    size_t tag_len = strlen(tag);
-    for (int waited = 0;; waited += 100) {
-        n = sink_read_log(&sink, out);
-        int *seen = calloc((size_t)expected, sizeof *seen);
-        int distinct = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (strncmp((*out)[i].key, tag, tag_len) != 0 || (*out)[i].key[tag_len] != '-')
-                continue;
-            int k = atoi((*out)[i].key + tag_len + 1);
-            if (k >= 0 && k < expected && !seen[k]++)
-                distinct++;
-        }
-        free(seen);
-        if (distinct == expected || waited >= timeout_ms)
-            return n;
-        sink_requests_free(*out, n);
-        *out = NULL;
-        sleep_ms(100);
-    }
 }
 
 /* Whether timing is the product's: sanitizers slow sluice several-fold, so
@@ -243,7 +180,7 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
     size_t n = sink_wait_log(&sink, before + (size_t)jobs, (int)budget_ms, &reqs);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "clean exit");
     cr_assert_eq(n - before, (size_t)jobs, "%zu of %d delivered", n - before, jobs);
-    assert_each_once(reqs, n, tag, jobs, false);
+    assert_each_delivered(reqs, n, tag, jobs, false);
 
     double interval_us = 1e6 / rate;
     int64_t *arrivals = malloc((size_t)jobs * sizeof *arrivals);
@@ -273,7 +210,7 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
     free(departures);
     free(arrivals);
     sink_requests_free(reqs, n);
-    assert_nothing_left("acme");
+    assert_tenant_drained(fx.conn, "acme");
     return out.p95;
 }
 
@@ -329,13 +266,13 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
     for (int i = 0; i < 3; i++)
         cr_assert_eq(daemon_stop(&d[i], SIGTERM, 10000), 0);
     cr_assert_eq(n, 300);
-    assert_each_once(reqs, n, "f", 300, false);
+    assert_each_delivered(reqs, n, "f", 300, false);
     qsort(reqs, n, sizeof *reqs, compare_arrival);
     double measured = (double)(n - 1) / (double)(reqs[n - 1].arrival_us - reqs[0].arrival_us) * 1e6;
     cr_log_info("3 processes at 100/s: measured %.2f/s", measured);
     cr_assert_lt(fabs(measured - 100) / 100, 0.01, "fleet rate %.2f/s", measured);
     sink_requests_free(reqs, n);
-    assert_nothing_left("acme");
+    assert_tenant_drained(fx.conn, "acme");
 }
 
 /* ---- crashes and shutdown ---- */
@@ -354,14 +291,14 @@ Test(daemon, survives_sigkill_twice, .timeout = 180)
     daemon_process d = start_daemon(config);
     sink_request *reqs = NULL;
     /* jobs claimed by the killed processes return when their leases expire */
-    size_t n = wait_each_delivered("k", 150, 60000, &reqs);
-    for (int i = 0; i < 100 && redis_int("ZCARD sluice:{%s}:inflight", "acme") > 0; i++)
+    size_t n = sink_wait_each(&sink, "k", 150, 60000, &reqs);
+    for (int i = 0; i < 100 && redis_count(fx.conn, "ZCARD sluice:{%s}:inflight", "acme") > 0; i++)
         sleep_ms(100);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
-    assert_each_once(reqs, n, "k", 150, true);
+    assert_each_delivered(reqs, n, "k", 150, true);
     sink_requests_free(reqs, n);
-    assert_nothing_left("acme");
-    cr_assert_eq(redis_int("LLEN sluice:{%s}:dlq", "acme"), 0);
+    assert_tenant_drained(fx.conn, "acme");
+    cr_assert_eq(redis_count(fx.conn, "LLEN sluice:{%s}:dlq", "acme"), 0);
 }
 
 Test(daemon, sigterm_hands_back_and_exits_zero)
@@ -373,16 +310,16 @@ Test(daemon, sigterm_hands_back_and_exits_zero)
     daemon_process d = start_daemon(config);
     sleep_ms(1000);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
-    cr_assert_eq(redis_int("ZCARD sluice:{%s}:inflight", "acme"), 0, "nothing in flight");
-    cr_assert_eq(redis_int("HLEN sluice:{%s}:jobs", "acme"),
-                 redis_int("ZCARD sluice:{%s}:retry", "acme"), "handed back with their records");
+    cr_assert_eq(redis_count(fx.conn, "ZCARD sluice:{%s}:inflight", "acme"), 0, "nothing in flight");
+    cr_assert_eq(redis_count(fx.conn, "HLEN sluice:{%s}:jobs", "acme"),
+                 redis_count(fx.conn, "ZCARD sluice:{%s}:retry", "acme"), "handed back with their records");
     daemon_process again = start_daemon(config);
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 60, 20000, &reqs);
     cr_assert_eq(daemon_stop(&again, SIGTERM, 10000), 0);
-    assert_each_once(reqs, n, "t", 60, false);
+    assert_each_delivered(reqs, n, "t", 60, false);
     sink_requests_free(reqs, n);
-    assert_nothing_left("acme");
+    assert_tenant_drained(fx.conn, "acme");
 }
 
 Test(daemon, a_second_sigterm_exits_at_once_and_loses_nothing)
@@ -403,9 +340,9 @@ Test(daemon, a_second_sigterm_exits_at_once_and_loses_nothing)
      * still in Redis: queued, retrying, or under a lease that will expire
      * and return it; those that reached the endpoint come again with the
      * same Idempotency-Key. */
-    long long held = redis_int("LLEN sluice:{%s}:queue", "acme") +
-                     redis_int("ZCARD sluice:{%s}:retry", "acme") +
-                     redis_int("ZCARD sluice:{%s}:inflight", "acme");
+    long long held = redis_count(fx.conn, "LLEN sluice:{%s}:queue", "acme") +
+                     redis_count(fx.conn, "ZCARD sluice:{%s}:retry", "acme") +
+                     redis_count(fx.conn, "ZCARD sluice:{%s}:inflight", "acme");
     cr_assert_eq(held, 40, "only %lld of 40 jobs still held", held);
     cr_assert_gt(count_delivered(), 0, "no request was under way: the test proved nothing");
 }
@@ -422,13 +359,13 @@ Test(daemon, carries_on_when_redis_restarts)
     sleep_ms(500);
     redis_fixture_restart(&fx);
     sink_request *reqs = NULL;
-    size_t n = wait_each_delivered("r", 150, 30000, &reqs);
-    for (int i = 0; i < 100 && redis_int("ZCARD sluice:{%s}:inflight", "acme") > 0; i++)
+    size_t n = sink_wait_each(&sink, "r", 150, 30000, &reqs);
+    for (int i = 0; i < 100 && redis_count(fx.conn, "ZCARD sluice:{%s}:inflight", "acme") > 0; i++)
         sleep_ms(100);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "still running, exits cleanly");
-    assert_each_once(reqs, n, "r", 150, true);
+    assert_each_delivered(reqs, n, "r", 150, true);
     sink_requests_free(reqs, n);
-    assert_nothing_left("acme");
+    assert_tenant_drained(fx.conn, "acme");
 }
 
 /* A Redis restarting from a dump answers LOADING until the dump is in:
@@ -441,7 +378,7 @@ Test(daemon, recovers_from_a_redis_that_answers_loading_at_setup)
     daemon_process d = start_daemon(config);
     redis_fixture_push_jobs(&fx, "acme", "before", 10);
     sink_request *reqs = NULL;
-    size_t n = wait_each_delivered("before", 10, 15000, &reqs);
+    size_t n = sink_wait_each(&sink, "before", 10, 15000, &reqs);
     sink_requests_free(reqs, n);
     /* 3,000 keys at 1 ms each: about 3 s of LOADING after the restart. */
     for (int i = 0; i < 3000; i++)
@@ -468,44 +405,14 @@ Test(daemon, recovers_from_a_redis_that_answers_loading_at_setup)
         sleep_ms(100);
     }
     redis_fixture_push_jobs(&fx, "acme", "after", 10);
-    n = wait_each_delivered("after", 10, 20000, &reqs);
-    assert_each_once(reqs, n, "after", 10, true); /* else the worker is stuck */
+    n = sink_wait_each(&sink, "after", 10, 20000, &reqs);
+    assert_each_delivered(reqs, n, "after", 10, true); /* else the worker is stuck */
     sink_requests_free(reqs, n);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "still running, exits cleanly");
-    assert_nothing_left("acme");
+    assert_tenant_drained(fx.conn, "acme");
 }
 
 /* ---- outcomes and dead letters ---- */
-
-/* All dead-letter records of a tenant, oldest first, as one string each. */
-static size_t dead_letters(const char *tenant, char ***out)
-{
-    redisReply *reply = redisCommand(fx.conn, "LRANGE sluice:{%s}:dlq 0 -1", tenant);
-    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY);
-    *out = calloc(reply->elements + 1, sizeof **out);
-    for (size_t i = 0; i < reply->elements; i++)
-        (*out)[reply->elements - 1 - i] = strdup(reply->element[i]->str);
-    size_t n = reply->elements;
-    freeReplyObject(reply);
-    return n;
-}
-
-static void free_strings(char **s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(s[i]);
-    free(s);
-}
-
-static bool wait_dead_letters(const char *tenant, long long n, int timeout_ms)
-{
-    for (int waited = 0; waited < timeout_ms; waited += 50) {
-        if (redis_int("LLEN sluice:{%s}:dlq", tenant) >= n)
-            return true;
-        sleep_ms(50);
-    }
-    return false;
-}
 
 Test(daemon, dead_letters_each_reason_with_its_record)
 {
@@ -535,10 +442,10 @@ Test(daemon, dead_letters_each_reason_with_its_record)
         freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{tight}:queue {\"body\":\"%d\"}", i));
 
     daemon_process d = start_daemon(config);
-    cr_assert(wait_dead_letters("acme", 6, 10000));
-    cr_assert(wait_dead_letters("gone", 1, 10000));
-    cr_assert(wait_dead_letters("down", 1, 10000));
-    cr_assert(wait_dead_letters("tight", 3, 10000));
+    cr_assert(dlq_wait(fx.conn, "acme", 6, 10000));
+    cr_assert(dlq_wait(fx.conn, "gone", 1, 10000));
+    cr_assert(dlq_wait(fx.conn, "down", 1, 10000));
+    cr_assert(dlq_wait(fx.conn, "tight", 3, 10000));
     /* the good job, behind six bad ones, still goes out */
     bool fine = false;
     for (int waited = 0; !fine && waited < 5000; waited += 50) {
@@ -554,7 +461,7 @@ Test(daemon, dead_letters_each_reason_with_its_record)
     cr_assert(fine, "the good job was not delivered");
 
     char **records;
-    size_t n = dead_letters("acme", &records);
+    size_t n = dlq_read(fx.conn, "acme", &records);
     cr_assert_eq(n, 6);
     const char *reasons[] = {"\"reason\":\"malformed\"", "\"reason\":\"bad_header\"",
                              "\"reason\":\"url_not_allowed\"", "\"reason\":\"too_large\"",
@@ -572,26 +479,26 @@ Test(daemon, dead_letters_each_reason_with_its_record)
         cr_assert_not_null(strstr(records[j], "\"first_seen_ms\":"), "%s", records[j]);
         cr_assert_not_null(strstr(records[j], "\"dead_at_ms\":"), "%s", records[j]);
     }
-    free_strings(records, n);
+    strings_free(records, n);
 
-    n = dead_letters("gone", &records);
+    n = dlq_read(fx.conn, "gone", &records);
     cr_assert_not_null(strstr(records[0], "\"reason\":\"http_4xx\""), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"http_status\":404"), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"attempts\":1"), "%s", records[0]);
-    free_strings(records, n);
+    strings_free(records, n);
 
-    n = dead_letters("down", &records);
+    n = dlq_read(fx.conn, "down", &records);
     cr_assert_not_null(strstr(records[0], "\"reason\":\"exhausted\""), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"attempts\":2"), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"http_status\":500"), "%s", records[0]);
-    free_strings(records, n);
+    strings_free(records, n);
 
-    n = dead_letters("tight", &records);
+    n = dlq_read(fx.conn, "tight", &records);
     cr_assert_geq(n, 3);
     cr_assert_not_null(strstr(records[0], "\"reason\":\"overflow\""), "%s", records[0]);
-    free_strings(records, n);
-    assert_nothing_left("gone");
-    assert_nothing_left("down");
+    strings_free(records, n);
+    assert_tenant_drained(fx.conn, "gone");
+    assert_tenant_drained(fx.conn, "down");
 }
 
 Test(daemon, a_503_endpoint_is_attempted_exactly_max_attempts_times)
@@ -602,7 +509,7 @@ Test(daemon, a_503_endpoint_is_attempted_exactly_max_attempts_times)
         sink.port);
     freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{acme}:queue {\"id\":\"once\"}"));
     daemon_process d = start_daemon(config);
-    cr_assert(wait_dead_letters("acme", 1, 15000));
+    cr_assert(dlq_wait(fx.conn, "acme", 1, 15000));
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 3, 1000, &reqs);
@@ -610,7 +517,7 @@ Test(daemon, a_503_endpoint_is_attempted_exactly_max_attempts_times)
     for (size_t i = 0; i < n; i++)
         cr_assert_str_eq(reqs[i].key, "once", "the same Idempotency-Key on every attempt");
     sink_requests_free(reqs, n);
-    assert_nothing_left("acme");
+    assert_tenant_drained(fx.conn, "acme");
 }
 
 Test(daemon, retry_after_on_429_pauses_the_tenant)
@@ -622,7 +529,7 @@ Test(daemon, retry_after_on_429_pauses_the_tenant)
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "p", 3);
     daemon_process d = start_daemon(config);
-    cr_assert(wait_dead_letters("acme", 3, 20000));
+    cr_assert(dlq_wait(fx.conn, "acme", 3, 20000));
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 6, 1000, &reqs);
@@ -649,7 +556,7 @@ Test(daemon, fixed_window_delay_holds_the_rate_without_dropping)
     size_t n = sink_wait_log(&sink, 60, 10000, &reqs);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_assert_eq(n, 60);
-    assert_each_once(reqs, n, "w", 60, false);
+    assert_each_delivered(reqs, n, "w", 60, false);
     /* at most 20 in any one epoch-aligned second */
     int64_t counts[64] = {0};
     int64_t first_window = reqs[0].arrival_us / 1000000;
@@ -660,7 +567,7 @@ Test(daemon, fixed_window_delay_holds_the_rate_without_dropping)
     }
     for (int w = 0; w < 64; w++)
         cr_assert_leq(counts[w], 21, "%" PRId64 " jobs in one window", counts[w]);
-    cr_assert_eq(redis_int("LLEN sluice:{%s}:dlq", "acme"), 0, "delay never drops");
+    cr_assert_eq(redis_count(fx.conn, "LLEN sluice:{%s}:dlq", "acme"), 0, "delay never drops");
     sink_requests_free(reqs, n);
 }
 
@@ -673,7 +580,7 @@ Test(daemon, sliding_log_quota_dead_letters_beyond_it)
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "q", 40);
     daemon_process d = start_daemon(config);
-    cr_assert(wait_dead_letters("acme", 15, 10000));
+    cr_assert(dlq_wait(fx.conn, "acme", 15, 10000));
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 25, 5000, &reqs);
     sleep_ms(300);
@@ -682,12 +589,12 @@ Test(daemon, sliding_log_quota_dead_letters_beyond_it)
     n = sink_read_log(&sink, &reqs);
     cr_assert_eq(n, 25, "exactly the quota: %zu", n);
     char **records;
-    size_t dead = dead_letters("acme", &records);
+    size_t dead = dlq_read(fx.conn, "acme", &records);
     cr_assert_eq(dead, 15);
     cr_assert_not_null(strstr(records[0], "\"reason\":\"limit:quota\""), "%s", records[0]);
-    free_strings(records, dead);
+    strings_free(records, dead);
     sink_requests_free(reqs, n);
-    assert_nothing_left("acme");
+    assert_tenant_drained(fx.conn, "acme");
 }
 
 /* ---- idle tenants: pickup ---- */
@@ -805,11 +712,11 @@ Test(daemon, a_slow_tenant_does_not_delay_another)
      * its jobs wait in the queue, not under a lease that could expire, so
      * each is delivered exactly once. */
     daemon_process again = start_daemon(path);
-    n = wait_each_delivered("slow", 10, 15000, &reqs);
+    n = sink_wait_each(&sink, "slow", 10, 15000, &reqs);
     cr_assert_eq(daemon_stop(&again, SIGTERM, 10000), 0);
-    assert_each_once(reqs, n, "slow", 10, false);
+    assert_each_delivered(reqs, n, "slow", 10, false);
     sink_requests_free(reqs, n);
-    assert_nothing_left("slow");
+    assert_tenant_drained(fx.conn, "slow");
 }
 
 /* One connection and one pooled request handle (concurrency 1) carry every
@@ -832,7 +739,7 @@ Test(daemon, each_method_on_a_reused_handle)
     }
     daemon_process d = start_daemon(config);
     sink_request *reqs = NULL;
-    size_t got = wait_each_delivered("m", (int)n, 10000, &reqs);
+    size_t got = sink_wait_each(&sink, "m", (int)n, 10000, &reqs);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_assert_eq(got, n);
     qsort(reqs, got, sizeof *reqs, compare_arrival);
@@ -865,10 +772,10 @@ Test(daemon, connections_closed_by_the_endpoint_are_replaced_at_once)
     redis_fixture_push_jobs(&fx, "acme", "c", 20);
     int64_t start = sl_monotonic_us();
     daemon_process d = start_daemon(config);
-    bool all = wait_dead_letters("acme", 20, 10000);
+    bool all = dlq_wait(fx.conn, "acme", 20, 10000);
     double seconds = (double)(sl_monotonic_us() - start) / 1e6;
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
-    cr_assert(all, "only %lld of 20 dead-lettered", redis_int("LLEN sluice:{%s}:dlq", "acme"));
+    cr_assert(all, "only %lld of 20 dead-lettered", redis_count(fx.conn, "LLEN sluice:{%s}:dlq", "acme"));
     cr_assert_lt(seconds, 3.5, "%.2f s: a request waited for its timeout", seconds);
     cr_assert_eq(count_delivered(), 60, "3 attempts each");
 }

@@ -1,0 +1,104 @@
+/* delivery_checks.c - see delivery_checks.h. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "delivery_checks.h"
+#include "process.h"
+
+long long redis_count(redisContext *c, const char *format, const char *tenant)
+{
+    redisReply *reply = redisCommand(c, format, tenant);
+    cr_assert(reply && reply->type == REDIS_REPLY_INTEGER, "%s", format);
+    long long v = reply->integer;
+    freeReplyObject(reply);
+    return v;
+}
+
+void assert_tenant_drained(redisContext *c, const char *tenant)
+{
+    cr_assert_eq(redis_count(c, "LLEN sluice:{%s}:queue", tenant), 0, "queue not empty");
+    cr_assert_eq(redis_count(c, "ZCARD sluice:{%s}:inflight", tenant), 0, "jobs still in flight");
+    cr_assert_eq(redis_count(c, "ZCARD sluice:{%s}:retry", tenant), 0, "jobs still retrying");
+    cr_assert_eq(redis_count(c, "HLEN sluice:{%s}:jobs", tenant), 0, "job records left");
+}
+
+/* k if key is "TAG-k" with 0 <= k < expected, else -1. */
+static int index_of(const char *key, const char *tag, int expected)
+{
+    size_t tag_len = strlen(tag);
+    if (strncmp(key, tag, tag_len) != 0 || key[tag_len] != '-')
+        return -1;
+    int k = atoi(key + tag_len + 1);
+    return k >= 0 && k < expected ? k : -1;
+}
+
+void assert_each_delivered(const sink_request *reqs, size_t n, const char *tag, int expected,
+                           bool allow_dup)
+{
+    int *seen = calloc((size_t)expected, sizeof *seen);
+    size_t tag_len = strlen(tag);
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(reqs[i].key, tag, tag_len) != 0 || reqs[i].key[tag_len] != '-')
+            continue;
+        int k = index_of(reqs[i].key, tag, expected);
+        cr_assert(k >= 0, "unexpected key %s", reqs[i].key);
+        seen[k]++;
+    }
+    for (int k = 0; k < expected; k++) {
+        cr_assert_geq(seen[k], 1, "%s-%d never delivered", tag, k);
+        if (!allow_dup)
+            cr_assert_eq(seen[k], 1, "%s-%d delivered %d times", tag, k, seen[k]);
+    }
+    free(seen);
+}
+
+size_t sink_wait_each(const sink_process *sink, const char *tag, int expected, int timeout_ms,
+                      sink_request **out)
+{
+    for (int waited = 0;; waited += 100) {
+        size_t n = sink_read_log(sink, out);
+        int *seen = calloc((size_t)expected, sizeof *seen);
+        int distinct = 0;
+        for (size_t i = 0; i < n; i++) {
+            int k = index_of((*out)[i].key, tag, expected);
+            if (k >= 0 && !seen[k]++)
+                distinct++;
+        }
+        free(seen);
+        if (distinct == expected || waited >= timeout_ms)
+            return n;
+        sink_requests_free(*out, n);
+        *out = NULL;
+        sleep_ms(100);
+    }
+}
+
+size_t dlq_read(redisContext *c, const char *tenant, char ***out)
+{
+    redisReply *reply = redisCommand(c, "LRANGE sluice:{%s}:dlq 0 -1", tenant);
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY);
+    *out = calloc(reply->elements + 1, sizeof **out);
+    for (size_t i = 0; i < reply->elements; i++) /* LPUSHed: newest first */
+        (*out)[reply->elements - 1 - i] = strdup(reply->element[i]->str);
+    size_t n = reply->elements;
+    freeReplyObject(reply);
+    return n;
+}
+
+bool dlq_wait(redisContext *c, const char *tenant, long long n, int timeout_ms)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 50) {
+        if (redis_count(c, "LLEN sluice:{%s}:dlq", tenant) >= n)
+            return true;
+        sleep_ms(50);
+    }
+    return false;
+}
+
+void strings_free(char **s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
