@@ -18,8 +18,8 @@ from . import stats as S
 
 
 def sluice_binary(build):
-    """Where the meson build dir build has the daemon (src/meson.build)."""
-    return os.path.join(build, "src", "sluice")
+    """Where the meson build dir build has the daemon (the top meson.build)."""
+    return os.path.join(build, "sluice")
 
 
 def log(msg):

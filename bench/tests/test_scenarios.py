@@ -26,7 +26,7 @@ class Registry(unittest.TestCase):
                          (False, "", "", False, "build-release", None, "bench/run"))
 
     def test_the_daemon_of_a_build_dir(self):
-        self.assertEqual(context.sluice_binary("build-release"), "build-release/src/sluice")
+        self.assertEqual(context.sluice_binary("build-release"), "build-release/sluice")
 
 
 class Throughput(unittest.TestCase):
