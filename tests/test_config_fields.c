@@ -54,7 +54,8 @@ Test(fields, every_row_is_complete)
             cr_assert(row->required || (row->def >= 0 && row->def < n), "%s", row->name);
         } else {
             cr_assert_leq(row->min, row->max, "%s", row->name);
-            cr_assert(row->required || row->def == 0 || (row->def >= row->min && row->def <= row->max),
+            cr_assert(row->required || row->def == 0 ||
+                          (row->def >= row->min && row->def <= row->max),
                       "%s: default %" PRId64 " outside its bounds", row->name, row->def);
         }
     }

@@ -109,7 +109,8 @@ Test(structure, required_objects_and_arrays)
     cr_assert_eq(st, SL_JPATH_BAD);
 
     void *items = NULL;
-    const cJSON *arr = sl_jpath_array(&f.r, f.root, "p", "arr", "a list", sizeof(int), path, &items);
+    const cJSON *arr =
+        sl_jpath_array(&f.r, f.root, "p", "arr", "a list", sizeof(int), path, &items);
     cr_assert_not_null(arr);
     cr_assert_not_null(items);
     cr_assert_eq(((int *)items)[1], 0, "zeroed");
@@ -156,10 +157,11 @@ Test(scalars, integers_within_bounds)
     for (size_t i = 0; i < 5; i++)
         cr_assert_eq(sl_jpath_int(&f.r, f.root, "o", bad[i], 1, 10, &v), SL_JPATH_BAD);
     cr_assert_eq(v, 10, "a bad value stores nothing");
-    const char *const want[] = {
-        "o.below: must be an integer between 1 and 10", "o.above: must be an integer between 1 and 10",
-        "o.frac: must be an integer between 1 and 10", "o.str: must be an integer, not a string",
-        "o.huge: must be an integer between 1 and 10"};
+    const char *const want[] = {"o.below: must be an integer between 1 and 10",
+                                "o.above: must be an integer between 1 and 10",
+                                "o.frac: must be an integer between 1 and 10",
+                                "o.str: must be an integer, not a string",
+                                "o.huge: must be an integer between 1 and 10"};
     assert_errors(&f, 5, want);
     teardown(&f);
 }

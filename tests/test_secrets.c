@@ -12,9 +12,9 @@
 
 static const char *const vars[][2] = {
     {"TOKEN", SECRET}, {"USER", "bob"}, {"EMPTY", ""}, {NULL, NULL}};
-static const char *const files[][2] = {
-    {"/run/tok", SECRET "\n"}, {"/run/crlf", SECRET "\r\n"}, {"/run/two", SECRET "\n\n"},
-    {"/run/bare", SECRET},     {"/run/empty", "\n"},         {NULL, NULL}};
+static const char *const files[][2] = {{"/run/tok", SECRET "\n"},   {"/run/crlf", SECRET "\r\n"},
+                                       {"/run/two", SECRET "\n\n"}, {"/run/bare", SECRET},
+                                       {"/run/empty", "\n"},        {NULL, NULL}};
 
 static const char *test_getenv(void *ctx, const char *name)
 {
@@ -74,7 +74,8 @@ static void assert_value(const char *raw, const char *value, bool secret)
     done(&o);
 }
 
-static void assert_refused(const sl_config_env *e, const char *raw, size_t n, const char *const *msgs)
+static void assert_refused(const sl_config_env *e, const char *raw, size_t n,
+                           const char *const *msgs)
 {
     outcome o = resolve(e, raw);
     cr_assert_null(o.value, "%s", raw);
@@ -130,7 +131,8 @@ Test(secrets, unreadable_and_empty_files)
     assert_refused(&env, "@/run/nope", 1, &missing);
     const char *const empty = "h.X: secret file /run/empty is empty";
     assert_refused(&env, "@/run/empty", 1, &empty);
-    const char *const odd = "h.X: cannot read secret file /run/\\x0a\\\"x: No such file or directory";
+    const char *const odd =
+        "h.X: cannot read secret file /run/\\x0a\\\"x: No such file or directory";
     assert_refused(&env, "@/run/\n\"x", 1, &odd);
 }
 

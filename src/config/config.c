@@ -175,8 +175,7 @@ static const char *http_url_error(const char *s, bool is_prefix)
 /* ---- tenants ------------------------------------------------------------ */
 
 /* The retry object; its fields keep their defaults when it is absent. */
-static void parse_retry(parse_ctx *c, const cJSON *tenant, const char *parent,
-                        sl_retry_config *r)
+static void parse_retry(parse_ctx *c, const cJSON *tenant, const char *parent, sl_retry_config *r)
 {
     char path[SL_JPATH_LEN];
     sl_jpath_status st;
@@ -230,14 +229,16 @@ static void parse_headers(parse_ctx *c, const cJSON *tenant, const char *parent,
         sl_jpath_key(p, sizeof p, path, name);
         bool ok = true;
         if (!http_token(name)) {
-            sl_jpath_fail(&c->r, p, "invalid header name: must be an HTTP token "
-                       "(letters, digits and !#$%%&'*+-.^_`|~)");
+            sl_jpath_fail(&c->r, p,
+                          "invalid header name: must be an HTTP token "
+                          "(letters, digits and !#$%%&'*+-.^_`|~)");
             ok = false;
         } else if (in_list_nocase(name, reserved_headers)) {
             sl_jpath_fail(&c->r, p, "is set by sluice and cannot be configured");
             ok = false;
         } else if (t->idempotency_header && strcasecmp(name, t->idempotency_header) == 0) {
-            sl_jpath_fail(&c->r, p, "is the idempotency_header, which sluice sets to each job's id");
+            sl_jpath_fail(&c->r, p,
+                          "is the idempotency_header, which sluice sets to each job's id");
             ok = false;
         } else {
             for (const cJSON *prev = obj->child; prev != item; prev = prev->next) {
@@ -258,9 +259,9 @@ static void parse_headers(parse_ctx *c, const cJSON *tenant, const char *parent,
             continue;
         if (!header_value_clean(value)) {
             sl_jpath_fail(&c->r, p,
-                 secret ? "the secret value contains CR, LF or another control character "
-                          "(only one trailing newline of a file is stripped)"
-                        : "must not contain CR, LF or other control characters");
+                          secret ? "the secret value contains CR, LF or another control character "
+                                   "(only one trailing newline of a file is stripped)"
+                                 : "must not contain CR, LF or other control characters");
             ok = false;
         }
         if (!ok) {
@@ -280,8 +281,9 @@ static void parse_allow_urls(parse_ctx *c, const cJSON *tenant, const char *pare
 {
     char path[SL_JPATH_LEN];
     void *items = NULL;
-    const cJSON *arr = sl_jpath_array(&c->r, tenant, parent, "allow_urls", "an array of URL prefixes",
-                                 sizeof *t->allow_urls, path, &items);
+    const cJSON *arr =
+        sl_jpath_array(&c->r, tenant, parent, "allow_urls", "an array of URL prefixes",
+                       sizeof *t->allow_urls, path, &items);
     if (!arr)
         return;
     t->allow_urls = items;
@@ -347,8 +349,7 @@ static bool parse_limit(parse_ctx *c, const cJSON *obj, const char *path, sl_lim
     ok = ok && st == SL_JPATH_OK;
 
     int64_t on_deny = 0;
-    ok = sl_config_field_read(&c->r, obj, path, SL_FIELD_LIMIT_ON_DENY, &on_deny) !=
-             SL_JPATH_BAD &&
+    ok = sl_config_field_read(&c->r, obj, path, SL_FIELD_LIMIT_ON_DENY, &on_deny) != SL_JPATH_BAD &&
          ok;
 
     if (type < 0)
@@ -362,7 +363,7 @@ static bool parse_limit(parse_ctx *c, const cJSON *obj, const char *path, sl_lim
             char p[SL_JPATH_LEN];
             sl_jpath_key(p, sizeof p, path, wrong[i]);
             sl_jpath_fail(&c->r, p, "unknown key for type %s (its parameters are %s and %s)",
-                 sl_limit_type_name((sl_limit_type)type), k1, k2);
+                          sl_limit_type_name((sl_limit_type)type), k1, k2);
             ok = false;
         }
     }
@@ -370,16 +371,13 @@ static bool parse_limit(parse_ctx *c, const cJSON *obj, const char *path, sl_lim
     int64_t first = 0, second = 0;
     sl_jpath_status st1 = sl_jpath_int_unchecked(&c->r, obj, path, k1, &first);
     sl_jpath_require(&c->r, st1, path, k1);
-    /* A bucket's rate is read like a tenant's (and is required alike). */
-    sl_jpath_status st2 = bucket
-                              ? sl_config_field_read(&c->r, obj, path, SL_FIELD_RATE_JOBS, &second)
-                              : sl_jpath_int_unchecked(&c->r, obj, path, k2, &second);
-    if (!bucket)
-        sl_jpath_require(&c->r, st2, path, k2);
+    sl_jpath_status st2;
     if (bucket) {
+        /* A bucket's rate reads like a tenant's (its row also requires it). */
+        st2 = sl_config_field_read(&c->r, obj, path, SL_FIELD_RATE_JOBS, &second);
         if (st1 == SL_JPATH_OK) {
-            /* The rate was checked as it was read; check the capacity even if
-             * the rate was wrong, with a stand-in rate. */
+            /* The rate was checked as it was read; check the capacity even
+             * if the rate was wrong, with a stand-in rate. */
             sl_bucket_params p = {first, st2 == SL_JPATH_OK ? second : SL_RATE_MILLI_MIN};
             const char *e = sl_bucket_params_error(&p);
             if (e) {
@@ -388,6 +386,8 @@ static bool parse_limit(parse_ctx *c, const cJSON *obj, const char *path, sl_lim
             }
         }
     } else {
+        st2 = sl_jpath_int_unchecked(&c->r, obj, path, k2, &second);
+        sl_jpath_require(&c->r, st2, path, k2);
         size_t before = c->r.errors->count + c->r.errors->dropped;
         check_window_params(c, path, (sl_limit_type)type, st1, first, st2, second);
         ok = ok && before == c->r.errors->count + c->r.errors->dropped;
@@ -402,13 +402,12 @@ static bool parse_limit(parse_ctx *c, const cJSON *obj, const char *path, sl_lim
     return l->name != NULL;
 }
 
-static void parse_limits(parse_ctx *c, const cJSON *tenant, const char *parent,
-                         sl_tenant_config *t)
+static void parse_limits(parse_ctx *c, const cJSON *tenant, const char *parent, sl_tenant_config *t)
 {
     char path[SL_JPATH_LEN];
     void *items = NULL;
     const cJSON *arr = sl_jpath_array(&c->r, tenant, parent, "limits", "an array of limits",
-                                 sizeof *t->limits, path, &items);
+                                      sizeof *t->limits, path, &items);
     if (!arr)
         return;
     t->limits = items;
@@ -433,8 +432,8 @@ static void parse_limits(parse_ctx *c, const cJSON *tenant, const char *parent,
                 name_ok(name->valuestring, LIMIT_NAME_MAX, "_.-")) {
                 char np[SL_JPATH_LEN];
                 sl_jpath_key(np, sizeof np, p, "name");
-                sl_jpath_fail(&c->r, np, "duplicate limit name \"%s\" (also limits[%zu])", name->valuestring,
-                     j);
+                sl_jpath_fail(&c->r, np, "duplicate limit name \"%s\" (also limits[%zu])",
+                              name->valuestring, j);
                 break;
             }
         }
@@ -543,9 +542,10 @@ static void parse_tenants(parse_ctx *c, const cJSON *root, sl_config *cfg)
         bool is_template = strcmp(name, "*") == 0;
         bool keep = true;
         if (!is_template && !sl_tenant_name_valid(name)) {
-            sl_jpath_fail(&c->r, p, "invalid tenant name: must be 1..%d characters of [A-Za-z0-9_.:-], "
-                       "or \"*\" for the template",
-                 SL_TENANT_NAME_MAX);
+            sl_jpath_fail(&c->r, p,
+                          "invalid tenant name: must be 1..%d characters of [A-Za-z0-9_.:-], "
+                          "or \"*\" for the template",
+                          SL_TENANT_NAME_MAX);
             keep = false;
         }
         if (!cJSON_IsObject(item)) {
@@ -601,8 +601,8 @@ static void parse_admin(parse_ctx *c, const cJSON *root, sl_config *cfg)
         return;
     if (!parse_host_port(s, &cfg->admin_host, &cfg->admin_port)) {
         sl_jpath_fail(&c->r, "admin",
-             "must be \"host:port\" (e.g. \"127.0.0.1:9464\" or \"[::1]:9464\"), "
-             "or null to disable");
+                      "must be \"host:port\" (e.g. \"127.0.0.1:9464\" or \"[::1]:9464\"), "
+                      "or null to disable");
         return;
     }
     cfg->admin = dup_str(c, s);
@@ -624,8 +624,8 @@ static void report_json_error(parse_ctx *c, const char *text, const char *at)
         }
     }
     if (!*at)
-        sl_jpath_fail(&c->r, "config", "invalid JSON: unexpected end of input at line %zu, column %zu", line,
-             col);
+        sl_jpath_fail(&c->r, "config",
+                      "invalid JSON: unexpected end of input at line %zu, column %zu", line, col);
     else
         sl_jpath_fail(&c->r, "config", "invalid JSON at line %zu, column %zu", line, col);
 }
