@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config/config.h"
+#include "config/tenant_name.h"
 #include "redis/keys.h"
 
 static void tenant_key(char *out, const char *prefix, const char *tenant, const char *what)
