@@ -164,21 +164,51 @@ static const cJSON *member(const cJSON *obj, const char *key)
     return cJSON_IsNull(v) ? NULL : v;
 }
 
-/* The job's own headers: tokens, none the transport or the idempotency
- * key depends on, no control characters, none twice; values trimmed. */
-static sl_job_status parse_headers(const ctx *c, const cJSON *headers, const char *idem,
-                                   sl_job_request *out)
+/* A header name and where it stands in the envelope. */
+typedef struct named {
+    const char *name;
+    size_t index;
+} named;
+
+static int by_name_then_index(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    int order = strcasecmp(x->name, y->name);
+    if (order != 0)
+        return order;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Sets repeat[i] when header i's name equals an earlier one's ignoring
+ * case. By sorting, O(n log n) whatever the names: comparing each header
+ * with all before it took seconds for a mebibyte of headers. False when
+ * out of memory. */
+static bool mark_repeats(const cJSON *headers, size_t n, bool *repeat)
+{
+    named *sorted = malloc(n * sizeof *sorted);
+    if (!sorted)
+        return false;
+    size_t i = 0;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, headers)
+    {
+        sorted[i] = (named){h->string, i};
+        i++;
+    }
+    qsort(sorted, n, sizeof *sorted, by_name_then_index);
+    for (i = 1; i < n; i++)
+        if (strcasecmp(sorted[i - 1].name, sorted[i].name) == 0)
+            repeat[sorted[i].index] = true;
+    free(sorted);
+    return true;
+}
+
+/* Checks and copies each header in envelope order, so the first bad one
+ * is the one reported; repeat[i] says header i's name was used before. */
+static sl_job_status copy_headers(const ctx *c, const cJSON *headers, const char *idem,
+                                  const bool *repeat, sl_job_request *out)
 {
     char q[QUOTE_BUF];
-    if (!cJSON_IsObject(headers))
-        return fail(c, SL_JOB_MALFORMED, out, "headers: must be an object, got %s",
-                    json_type(headers));
-    size_t n = (size_t)cJSON_GetArraySize(headers);
-    if (n == 0)
-        return SL_JOB_OK;
-    out->headers = calloc(n, sizeof *out->headers);
-    if (!out->headers)
-        return fail(c, SL_JOB_NO_MEMORY, out, "out of memory");
     const cJSON *h;
     cJSON_ArrayForEach(h, headers)
     {
@@ -200,10 +230,9 @@ static sl_job_status parse_headers(const ctx *c, const cJSON *headers, const cha
                             "headers.%s: value contains control character 0x%02x",
                             quote(q, name, strlen(name)), ch);
         }
-        for (size_t k = 0; k < out->header_count; k++)
-            if (strcasecmp(out->headers[k].name, name) == 0)
-                return fail(c, SL_JOB_BAD_HEADER, out, "headers.%s: set twice",
-                            quote(q, name, strlen(name)));
+        if (repeat[out->header_count])
+            return fail(c, SL_JOB_BAD_HEADER, out, "headers.%s: set twice",
+                        quote(q, name, strlen(name)));
         size_t vlen = strlen(v);
         while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
             vlen--;
@@ -219,6 +248,28 @@ static sl_job_status parse_headers(const ctx *c, const cJSON *headers, const cha
             return fail(c, SL_JOB_NO_MEMORY, out, "out of memory");
     }
     return SL_JOB_OK;
+}
+
+/* The job's own headers: tokens, none the transport or the idempotency
+ * key depends on, no control characters, none twice; values trimmed. */
+static sl_job_status parse_headers(const ctx *c, const cJSON *headers, const char *idem,
+                                   sl_job_request *out)
+{
+    if (!cJSON_IsObject(headers))
+        return fail(c, SL_JOB_MALFORMED, out, "headers: must be an object, got %s",
+                    json_type(headers));
+    size_t n = (size_t)cJSON_GetArraySize(headers);
+    if (n == 0)
+        return SL_JOB_OK;
+    out->headers = calloc(n, sizeof *out->headers);
+    bool *repeat = calloc(n, sizeof *repeat);
+    sl_job_status st;
+    if (!out->headers || !repeat || !mark_repeats(headers, n, repeat))
+        st = fail(c, SL_JOB_NO_MEMORY, out, "out of memory");
+    else
+        st = copy_headers(c, headers, idem, repeat, out);
+    free(repeat);
+    return st;
 }
 
 /* ---- the steps of an envelope ------------------------------------------ */
