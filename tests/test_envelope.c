@@ -570,3 +570,40 @@ Test(envelope, nesting_is_bounded)
     sl_job_request_clear(&out);
     free(job);
 }
+
+/* A repeated header name is reported where it repeats, in envelope order,
+ * after any earlier header's own fault. */
+Test(envelope, the_first_repeated_header_is_named)
+{
+    expect("{\"headers\":{\"X-A\":\"1\",\"X-B\":\"2\",\"x-b\":\"3\",\"x-a\":\"4\"}}",
+           SL_JOB_BAD_HEADER, "headers.x-b: set twice");
+    expect("{\"headers\":{\"X-A\":\"1\",\"X B\":\"2\",\"x-a\":\"3\"}}", SL_JOB_BAD_HEADER,
+           "headers.\"X B\": name is not an HTTP token");
+    expect("{\"headers\":{\"X-A\":\"1\",\"x-A\":\"\\r\"}}", SL_JOB_BAD_HEADER,
+           "headers.x-A: value contains control character 0x0d");
+}
+
+/* Tens of thousands of headers (as many as max_bytes allows) are checked
+ * for repeats without comparing each with all before it. */
+Test(envelope, many_headers)
+{
+    size_t n = 50000;
+    char *job = malloc(n * 24 + 32);
+    cr_assert_not_null(job);
+    size_t len = (size_t)sprintf(job, "{\"headers\":{");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(job + len, "%s\"X-%zu\":\"v\"", i ? "," : "", i);
+    len += (size_t)sprintf(job + len, "}}");
+    sl_job_rules r = rules();
+    r.max_bytes = len;
+    sl_job_request out;
+    cr_assert_eq(parse_with(&r, job, len, &out), SL_JOB_OK, "%s", err);
+    cr_assert_eq(out.header_count, n);
+    cr_assert_str_eq(out.headers[n - 1].name, "X-49999");
+    sl_job_request_clear(&out);
+    sprintf(job + len - 2, ",\"x-0\":\"v\"}}");
+    r.max_bytes = len + 10;
+    cr_assert_eq(parse_with(&r, job, len + 10, &out), SL_JOB_BAD_HEADER);
+    cr_assert_str_eq(err, "headers.x-0: set twice");
+    free(job);
+}

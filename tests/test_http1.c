@@ -239,6 +239,27 @@ Test(h1_target, leaves_other_urls_to_libcurl)
     }
 }
 
+/* The host[:port] rules are base/authority.h's, the same as the config's:
+ * an empty port, a bad IPv4 or IPv6 literal and an unbracketed IPv6 host
+ * go to libcurl (config refuses them before they get here). */
+Test(h1_target, the_authority_is_the_one_parsers)
+{
+    sl_h1_target t;
+    cr_assert(sl_h1_target_parse("http://[2001:db8::1]/x", &t));
+    cr_assert_str_eq(t.host, "2001:db8::1");
+    cr_assert_str_eq(t.port, "80");
+    cr_assert_str_eq(t.authority, "[2001:db8::1]", "brackets kept, default port not named");
+    cr_assert(sl_h1_target_parse("http://sink_1.local.:65535", &t));
+    cr_assert_str_eq(t.authority, "sink_1.local.:65535");
+
+    const char *refused[] = {
+        "http://h:/",       "http://[::1]:/",  "http://1.2.3.999/", "http://[zz::1]/",
+        "http://[h]/",      "http://::1/",     "http://-h/",        "http://a..b/",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        cr_assert_not(sl_h1_target_parse(refused[i], &t), "took %s", refused[i]);
+}
+
 static const char *head_of(const char *method, const char *url, const char *const *headers, size_t n,
                            size_t body_len)
 {
