@@ -39,13 +39,16 @@ new jobs, and keep their id (Idempotency-Key), attempts and first-seen time.
 -- sluice:include dead_letter
 -- sluice:include job_record
 
+-- The limit types, each the model of lua/NAME.lua spliced in above:
+-- NAME_load, NAME_decide and NAME_store.
 local ALGORITHMS = {
   policing = {load = policing_load, decide = policing_decide, store = policing_store},
   token_bucket = {load = token_bucket_load, decide = token_bucket_decide, store = token_bucket_store},
   fixed_window = {load = fixed_window_load, decide = fixed_window_decide, store = fixed_window_store},
-  sliding_window_log = {load = sliding_log_load, decide = sliding_log_decide, store = sliding_log_store},
-  sliding_window_counter = {load = sliding_counter_load, decide = sliding_counter_decide,
-    store = sliding_counter_store},
+  sliding_window_log = {load = sliding_window_log_load, decide = sliding_window_log_decide,
+    store = sliding_window_log_store},
+  sliding_window_counter = {load = sliding_window_counter_load, decide = sliding_window_counter_decide,
+    store = sliding_window_counter_store},
 }
 
 local K_QUEUE, K_SHAPE, K_INFLIGHT, K_JOBS, K_RETRY, K_DLQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
