@@ -55,6 +55,15 @@ local function shaping_decide(state, capacity, rate_milli, now)
   return 1, remaining, next_free - now, new_state
 end
 
+-- A 429/503 pause (ack.lua): no slot before until_us, so the schedule
+-- restarts there, at an exact point (frac 0). Pure, no Redis calls.
+-- Returns the new state, or nil when the schedule already runs past
+-- until_us (nothing changes).
+local function shaping_pause(state, until_us)
+  if until_us > state.next_free then return {next_free = until_us, frac = 0} end
+  return nil
+end
+
 local function shaping_load(key)
   local stored = redis.call('HMGET', key, 'next_free', 'frac')
   return {next_free = tonumber(stored[1]) or 0, frac = tonumber(stored[2]) or 0}

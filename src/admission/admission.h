@@ -113,4 +113,9 @@ sl_verdict sl_sliding_window_log_admit(sl_sliding_window_log_state *state,
 sl_verdict sl_sliding_window_counter_admit(sl_sliding_window_counter_state *state,
                                            const sl_window_params *p, int64_t now_us);
 
+/* A 429/503 pause: no slot before until_us (the ack script's "pause" op).
+ * Moves the schedule to until_us and returns true, or returns false and
+ * leaves *state alone when the schedule already runs past until_us. */
+bool sl_shaping_pause(sl_shaping_state *state, int64_t until_us);
+
 #endif
