@@ -207,7 +207,7 @@ local function judge(c)
 end
 
 -- Takes the judged candidate off the retry set or the queue.
-local function take(c)
+local function dequeue(c)
   if c.id then redis.call('ZREM', K_RETRY, c.id) else redis.call('RPOP', K_QUEUE) end
 end
 
@@ -251,7 +251,7 @@ local function claim_batch()
     if candidate then
       local verdict, stop = judge(candidate)
       if stop then return stop end
-      take(candidate)
+      dequeue(candidate)
       if verdict.kind == 'claim' then commit(candidate, verdict) else reject(candidate, verdict) end
     end
   end

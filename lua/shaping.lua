@@ -77,7 +77,9 @@ local function shaping_store(key, state)
 end
 -- sluice:model end
 
--- Argument parsing: every failure names the argument.
+-- Argument parsing: every failure names the argument. A script must run
+-- alone, so it carries its own copy of these helpers; tests/test_lua_helpers.c
+-- keeps the copies equal.
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -109,7 +111,7 @@ local function parse_rate_milli(i, name)
   return milli
 end
 
-local function parse_args()
+local function shaping_parse_args()
   if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the schedule HASH)' end
   if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV capacity, rate [, now_us]' end
   local a, err = {}, nil
@@ -127,7 +129,7 @@ local function parse_args()
   return a
 end
 
-local args, err = parse_args()
+local args, err = shaping_parse_args()
 if not args then return redis.error_reply('ERR shaping: ' .. err) end
 
 local state = shaping_load(KEYS[1])
