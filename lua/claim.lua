@@ -19,7 +19,8 @@ ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
 Reply {now_us, next_us, queue_len, reaped, dead_lettered,
        {reason, count, ...} (the dead letters by reason, in order of first use),
        then 6 per claimed job: id, slot_us, lease, attempts, first_seen_us, job}
-      next_us: when to claim again (<= now: at once; 0: the tenant is idle).
+      next_us: when to claim again (<= now: at once; 0: the tenant is idle),
+      decided in one place: claim_again_at, at the end of this file.
       Past the lookahead, that is when the next slot is refill_us away:
       each claim then gathers lookahead - refill of jobs (claiming as soon
       as one slot came within reach took about one job per claim), and

@@ -442,16 +442,6 @@ Test(claim, pause_moves_the_schedule_for_the_whole_fleet)
     free(c);
 }
 
-static int64_t redis_now_us(void)
-{
-    redisReply *reply = redisCommand(fx.conn, "TIME");
-    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2);
-    int64_t now = strtoll(reply->element[0]->str, NULL, 10) * SEC +
-                  strtoll(reply->element[1]->str, NULL, 10);
-    freeReplyObject(reply);
-    return now;
-}
-
 /* The schedule as stored: next_free and frac (0 when absent). */
 static sl_shaping_state stored_schedule(void)
 {
@@ -469,11 +459,11 @@ static sl_shaping_state stored_schedule(void)
  * stores, and when it leaves the schedule alone. */
 Test(claim, ack_pause_is_the_shaping_models_pause)
 {
-    int64_t before = redis_now_us();
+    int64_t before = redis_fixture_now_us(&fx);
     sl_ack_start(&args, ack_sha, &keys, "acme");
     sl_ack_pause(&args, 2 * SEC);
     send_ack();
-    int64_t after = redis_now_us();
+    int64_t after = redis_fixture_now_us(&fx);
     sl_shaping_state stored = stored_schedule();
     cr_assert(stored.next_free >= before + 2 * SEC && stored.next_free <= after + 2 * SEC,
               "next_free %" PRId64 " not 2 s after the ack", stored.next_free);
@@ -492,7 +482,7 @@ Test(claim, ack_pause_is_the_shaping_models_pause)
     cr_assert_eq(stored.next_free, after + 60 * SEC);
     cr_assert_eq(stored.frac, 7);
     model = (sl_shaping_state){.next_free = after + 60 * SEC, .frac = 7};
-    cr_assert_not(sl_shaping_pause(&model, redis_now_us() + 2 * SEC));
+    cr_assert_not(sl_shaping_pause(&model, redis_fixture_now_us(&fx) + 2 * SEC));
 }
 
 Test(claim_ids, prefixes_are_short_url_safe_and_keep_every_bit)
