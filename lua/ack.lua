@@ -51,10 +51,8 @@ while i <= #ARGV do
   local op = ARGV[i]
   if op == 'pause' then
     -- No slot before the pause ends: the schedule restarts there.
-    local until_us = now + tonumber(ARGV[i + 1])
-    if until_us > shaping_load(K_SHAPE).next_free then
-      shaping_store(K_SHAPE, {next_free = until_us, frac = 0})
-    end
+    local paused = shaping_pause(shaping_load(K_SHAPE), now + tonumber(ARGV[i + 1]))
+    if paused then shaping_store(K_SHAPE, paused) end
     applied = applied + 1
     i = i + 2
   else

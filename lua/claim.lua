@@ -19,7 +19,8 @@ ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
 Reply {now_us, next_us, queue_len, reaped, dead_lettered,
        {reason, count, ...} (the dead letters by reason, in order of first use),
        then 6 per claimed job: id, slot_us, lease, attempts, first_seen_us, job}
-      next_us: when to claim again (<= now: at once; 0: the tenant is idle).
+      next_us: when to claim again (<= now: at once; 0: the tenant is idle),
+      decided in one place: claim_again_at, at the end of this file.
       Past the lookahead, that is when the next slot is refill_us away:
       each claim then gathers lookahead - refill of jobs (claiming as soon
       as one slot came within reach took about one job per claim), and
@@ -39,13 +40,16 @@ new jobs, and keep their id (Idempotency-Key), attempts and first-seen time.
 -- sluice:include dead_letter
 -- sluice:include job_record
 
+-- The limit types, each the model of lua/NAME.lua spliced in above:
+-- NAME_load, NAME_decide and NAME_store.
 local ALGORITHMS = {
   policing = {load = policing_load, decide = policing_decide, store = policing_store},
   token_bucket = {load = token_bucket_load, decide = token_bucket_decide, store = token_bucket_store},
   fixed_window = {load = fixed_window_load, decide = fixed_window_decide, store = fixed_window_store},
-  sliding_window_log = {load = sliding_log_load, decide = sliding_log_decide, store = sliding_log_store},
-  sliding_window_counter = {load = sliding_counter_load, decide = sliding_counter_decide,
-    store = sliding_counter_store},
+  sliding_window_log = {load = sliding_window_log_load, decide = sliding_window_log_decide,
+    store = sliding_window_log_store},
+  sliding_window_counter = {load = sliding_window_counter_load, decide = sliding_window_counter_decide,
+    store = sliding_window_counter_store},
 }
 
 local K_QUEUE, K_SHAPE, K_INFLIGHT, K_JOBS, K_RETRY, K_DLQ = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
@@ -81,17 +85,21 @@ local function dead_letter(job, reason, attempts, first_seen, message, id)
   dead_reasons[#dead_reasons + 1] = 1
 end
 
--- Leases past their deadline: the worker holding them is gone.
-local reaped = 0
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_INFLIGHT, '-inf', fmt(now), 'LIMIT', 0, 1000)) do
-  redis.call('ZREM', K_INFLIGHT, id)
-  redis.call('ZADD', K_RETRY, fmt(now), id)
-  reaped = reaped + 1
+-- Leases past their deadline: the worker holding them is gone. Returns
+-- how many were moved to `retry`, due now.
+local function reap_expired_leases()
+  local reaped = 0
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_INFLIGHT, '-inf', fmt(now), 'LIMIT', 0, 1000)) do
+    redis.call('ZREM', K_INFLIGHT, id)
+    redis.call('ZADD', K_RETRY, fmt(now), id)
+    reaped = reaped + 1
+  end
+  return reaped
 end
 
 -- The classic leaky bucket: what the bucket holds beyond capacity (queued,
 -- retrying, claimed but not departed) is dropped, newest first.
-if overflow_dead_letter then
+local function drop_overflow()
   local level = redis.call('LLEN', K_QUEUE) + redis.call('ZCARD', K_RETRY)
     + redis.call('ZCOUNT', K_INFLIGHT, '(' .. fmt(now + lease_us), '+inf')
   for _ = 1, math.min(level - capacity, 1000) do
@@ -109,96 +117,166 @@ local function job_deadline_us(job)
   return nil -- malformed: the worker dead-letters it with the precise reason
 end
 
+local reaped = reap_expired_leases()
+if overflow_dead_letter then drop_overflow() end
+
 local shape = shaping_load(K_SHAPE)
 local shape_changed = false
 local schedule_capacity = overflow_dead_letter and capacity or 9000000
 for _, limit in ipairs(limits) do limit.state = limit.algorithm.load(limit.key) end
-
-local claimed, next_us = {}, 0
+local claimed = {}
 local horizon = now + lookahead_us
-for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
-  if #claimed >= batch then next_us = now break end
 
-  -- The next candidate: a due retry first, else the head of the queue.
-  local job, id, attempts, first_seen, due
-  local retry = redis.call('ZRANGE', K_RETRY, 0, 0, 'WITHSCORES')
-  if retry[1] and tonumber(retry[2]) <= horizon then
-    id, due = retry[1], tonumber(retry[2])
-    local record = redis.call('HGET', K_JOBS, id)
-    if not record then
-      redis.call('ZREM', K_RETRY, id) -- nothing to deliver (acked elsewhere)
-    else
-      attempts, first_seen, job = job_record_decode(record)
-      if not job then -- not written by this version's scripts: kept whole, not delivered
-        redis.call('ZREM', K_RETRY, id)
-        redis.call('HDEL', K_JOBS, id)
-        dead_letter(record, 'bad_record', 0, now, 'claim record is not "attempts:first_seen:job"', id)
-      end
-    end
-  else
-    job = redis.call('LINDEX', K_QUEUE, -1)
-    if not job then
-      next_us = retry[1] and tonumber(retry[2]) - lookahead_us or 0
-      break
-    end
-    attempts, first_seen, due = 0, now, now
+-- ---- One candidate's trip: next candidate, judge at the slot, commit or reject ----
+--
+-- A candidate is {job, id (nil for a new job), attempts, first_seen, due}.
+-- A pass that cannot go on returns a stop, {reason, at}, and the claim
+-- ends there; claim_again_at, below, turns it into next_us.
+
+-- A retry due within the lookahead as a candidate, or nil when it is
+-- dropped: its record is gone (acked elsewhere) or this version cannot
+-- read it (dead-lettered whole).
+local function retry_candidate(id, due)
+  local record = redis.call('HGET', K_JOBS, id)
+  if not record then
+    redis.call('ZREM', K_RETRY, id) -- nothing to deliver
+    return nil
   end
-
-  if job then
-    local allowed, _, wait_us, new_shape = shaping_decide(shape, schedule_capacity, rate_milli, math.max(now, due))
-    if allowed == 0 then next_us = now + wait_us break end
-    local slot = math.max(now, due) + wait_us
-    if slot > horizon then next_us = slot - refill_us break end
-
-    local deadline = job_deadline_us(job)
-    local expired = (deadline and slot > deadline) or (max_wait_us > 0 and slot - first_seen > max_wait_us)
-    local verdict, delay_until, denied_by = 'claim', nil, nil
-    if expired then
-      verdict = 'expired'
-    else
-      -- Every limit must pass at the slot; none commits unless all do.
-      for _, limit in ipairs(limits) do
-        local ok, _, wait, new_state = limit.algorithm.decide(limit.state, limit.first, limit.second, slot)
-        limit.next_state = new_state
-        if ok == 0 then
-          if limit.delay then
-            delay_until = math.max(delay_until or 0, slot + wait)
-          else
-            denied_by = denied_by or limit.name
-          end
-        end
-      end
-      if denied_by then verdict = 'limit' elseif delay_until then verdict = 'hold' end
-    end
-
-    if verdict == 'hold' then next_us = delay_until break end -- order kept: the queue waits
-
-    if id then redis.call('ZREM', K_RETRY, id) else redis.call('RPOP', K_QUEUE) end
-    if verdict == 'claim' then
-      shape, shape_changed = new_shape, true
-      for _, limit in ipairs(limits) do
-        limit.state = limit.next_state
-        limit.algorithm.store(limit.key, limit.state, limit.first, limit.second)
-      end
-      if not id then
-        id = id_prefix .. string.format('%x', #claimed)
-        redis.call('HSET', K_JOBS, id, job_record_encode(attempts, first_seen, job))
-      end
-      local lease = slot + lease_us
-      redis.call('ZADD', K_INFLIGHT, fmt(lease), id)
-      claimed[#claimed + 1] = {id, slot, lease, attempts, first_seen, job}
-    else
-      if id then redis.call('HDEL', K_JOBS, id) end
-      if verdict == 'expired' then
-        dead_letter(job, 'expired', attempts, first_seen, 'deadline passed before the departure slot', id)
-      else
-        dead_letter(job, 'limit:' .. denied_by, attempts, first_seen, 'denied by limit ' .. denied_by, id)
-      end
-    end
+  local attempts, first_seen, job = job_record_decode(record)
+  if not job then -- not written by this version's scripts: kept whole, not delivered
+    redis.call('ZREM', K_RETRY, id)
+    redis.call('HDEL', K_JOBS, id)
+    dead_letter(record, 'bad_record', 0, now, 'claim record is not "attempts:first_seen:job"', id)
+    return nil
   end
-  next_us = now -- the loop bound was reached: more may be waiting
+  return {job = job, id = id, attempts = attempts, first_seen = first_seen, due = due}
 end
 
+-- The next candidate: a retry due within the lookahead first (retries are
+-- claimed before new jobs), else the head of the queue. Returns the
+-- candidate; nil when a retry was dropped (look again); or nil and the
+-- stop 'drained' when there is none, at the first retry's due time.
+local function next_candidate()
+  local retry = redis.call('ZRANGE', K_RETRY, 0, 0, 'WITHSCORES')
+  local retry_due = retry[1] and tonumber(retry[2])
+  if retry_due and retry_due <= horizon then return retry_candidate(retry[1], retry_due) end
+  local job = redis.call('LINDEX', K_QUEUE, -1)
+  if not job then return nil, {reason = 'drained', at = retry_due} end
+  return {job = job, attempts = 0, first_seen = now, due = now}
+end
+
+-- Every limit must pass at the slot; none commits unless all do. Returns
+-- the limits' states were the job claimed, the name of the first denying
+-- limit that dead-letters (nil: none), and when every denying limit that
+-- delays would pass (nil: none denied).
+local function judge_limits(slot)
+  local states, denied_by, delay_until = {}, nil, nil
+  for i, limit in ipairs(limits) do
+    local ok, _, wait, new_state = limit.algorithm.decide(limit.state, limit.first, limit.second, slot)
+    states[i] = new_state
+    if ok == 0 then
+      if limit.delay then
+        delay_until = math.max(delay_until or 0, slot + wait)
+      else
+        denied_by = denied_by or limit.name
+      end
+    end
+  end
+  return states, denied_by, delay_until
+end
+
+-- The candidate judged at its slot on the schedule. Returns a verdict
+-- {kind = 'claim' | 'expired' | 'limit', slot, ...}, or nil and a stop:
+-- 'full' (the schedule is at capacity, until a job fits), 'beyond' (the
+-- slot is past the lookahead) or 'held' (a delaying limit denied: the
+-- queue waits, in order, until it would pass).
+local function judge(c)
+  local arrival = math.max(now, c.due)
+  local allowed, _, wait_us, new_shape = shaping_decide(shape, schedule_capacity, rate_milli, arrival)
+  if allowed == 0 then return nil, {reason = 'full', at = now + wait_us} end
+  local slot = arrival + wait_us
+  if slot > horizon then return nil, {reason = 'beyond', at = slot} end
+
+  local deadline = job_deadline_us(c.job)
+  if (deadline and slot > deadline) or (max_wait_us > 0 and slot - c.first_seen > max_wait_us) then
+    return {kind = 'expired', slot = slot}
+  end
+  local limit_states, denied_by, delay_until = judge_limits(slot)
+  if denied_by then return {kind = 'limit', slot = slot, denied_by = denied_by} end
+  if delay_until then return nil, {reason = 'held', at = delay_until} end
+  return {kind = 'claim', slot = slot, shape = new_shape, limit_states = limit_states}
+end
+
+-- Takes the judged candidate off the retry set or the queue.
+local function dequeue(c)
+  if c.id then redis.call('ZREM', K_RETRY, c.id) else redis.call('RPOP', K_QUEUE) end
+end
+
+-- Claims the candidate at its slot: the schedule and every limit advance,
+-- a new job gets its id and record, and the job is leased until slot + lease_us.
+local function commit(c, verdict)
+  shape, shape_changed = verdict.shape, true
+  for i, limit in ipairs(limits) do
+    limit.state = verdict.limit_states[i]
+    limit.algorithm.store(limit.key, limit.state, limit.first, limit.second)
+  end
+  local id = c.id
+  if not id then
+    id = id_prefix .. string.format('%x', #claimed)
+    redis.call('HSET', K_JOBS, id, job_record_encode(c.attempts, c.first_seen, c.job))
+  end
+  local lease = verdict.slot + lease_us
+  redis.call('ZADD', K_INFLIGHT, fmt(lease), id)
+  claimed[#claimed + 1] = {id, verdict.slot, lease, c.attempts, c.first_seen, c.job}
+end
+
+-- Dead-letters the candidate: expired before its slot, or denied by a
+-- limit that dead-letters. It consumes no slot and no limit.
+local function reject(c, verdict)
+  if c.id then redis.call('HDEL', K_JOBS, c.id) end
+  if verdict.kind == 'expired' then
+    dead_letter(c.job, 'expired', c.attempts, c.first_seen, 'deadline passed before the departure slot', c.id)
+  else
+    dead_letter(c.job, 'limit:' .. verdict.denied_by, c.attempts, c.first_seen,
+      'denied by limit ' .. verdict.denied_by, c.id)
+  end
+end
+
+-- Claims up to `batch` jobs, in order; returns the stop that ended the claim.
+local function claim_batch()
+  if batch < 1 then return {reason = 'drained'} end -- nothing asked for: the reply says idle
+  for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
+    if #claimed >= batch then return {reason = 'batch'} end
+    local candidate, drained = next_candidate()
+    if drained then return drained end
+    if candidate then
+      local verdict, stop = judge(candidate)
+      if stop then return stop end
+      dequeue(candidate)
+      if verdict.kind == 'claim' then commit(candidate, verdict) else reject(candidate, verdict) end
+    end
+  end
+  return {reason = 'bound'}
+end
+
+-- When to claim again (next_us in the reply), decided here only, from the
+-- stop that ended the claim:
+--   batch    the batch is full: more may be ready, at once
+--   bound    the loop bound was reached (dead letters): likewise
+--   drained  the queue is empty: when the first retry comes within the
+--            lookahead, or 0 (idle) when none waits
+--   full     the schedule is at capacity: when a job fits again
+--   beyond   the next slot is past the lookahead: refill_us before it (see
+--            the header)
+--   held     a delaying limit holds the queue: when it would pass
+local function claim_again_at(stop)
+  if stop.reason == 'drained' then return stop.at and stop.at - lookahead_us or 0 end
+  if stop.reason == 'beyond' then return stop.at - refill_us end
+  if stop.reason == 'full' or stop.reason == 'held' then return stop.at end
+  return now
+end
+
+local next_us = claim_again_at(claim_batch())
 if shape_changed then shaping_store(K_SHAPE, shape) end
 
 local reply = {now, next_us, redis.call('LLEN', K_QUEUE), reaped, dead_lettered, dead_reasons}

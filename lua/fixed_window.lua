@@ -52,7 +52,9 @@ local function fixed_window_store(key, state, max, window_ms)
 end
 -- sluice:model end
 
--- Argument parsing: every failure names the argument.
+-- Argument parsing: every failure names the argument. A script must run
+-- alone, so it carries its own copy of these helpers; tests/test_lua_helpers.c
+-- keeps the copies equal.
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -66,7 +68,7 @@ local function parse_int(i, name, lo, hi)
   return v
 end
 
-local function parse_args()
+local function fixed_window_parse_args()
   if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the window HASH)' end
   if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV max, window_ms [, now_us]' end
   local a, err = {}, nil
@@ -84,7 +86,7 @@ local function parse_args()
   return a
 end
 
-local args, err = parse_args()
+local args, err = fixed_window_parse_args()
 if not args then return redis.error_reply('ERR fixed_window: ' .. err) end
 
 local state = fixed_window_load(KEYS[1])

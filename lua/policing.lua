@@ -61,7 +61,9 @@ local function policing_store(key, state, capacity, rate_milli)
 end
 -- sluice:model end
 
--- Argument parsing: every failure names the argument.
+-- Argument parsing: every failure names the argument. A script must run
+-- alone, so it carries its own copy of these helpers; tests/test_lua_helpers.c
+-- keeps the copies equal.
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -93,7 +95,7 @@ local function parse_rate_milli(i, name)
   return milli
 end
 
-local function parse_args()
+local function policing_parse_args()
   if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the meter HASH)' end
   if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV capacity, rate [, now_us]' end
   local a, err = {}, nil
@@ -111,7 +113,7 @@ local function parse_args()
   return a
 end
 
-local args, err = parse_args()
+local args, err = policing_parse_args()
 if not args then return redis.error_reply('ERR policing: ' .. err) end
 
 local state = policing_load(KEYS[1])

@@ -55,6 +55,15 @@ local function shaping_decide(state, capacity, rate_milli, now)
   return 1, remaining, next_free - now, new_state
 end
 
+-- A 429/503 pause (ack.lua): no slot before until_us, so the schedule
+-- restarts there, at an exact point (frac 0). Pure, no Redis calls.
+-- Returns the new state, or nil when the schedule already runs past
+-- until_us (nothing changes).
+local function shaping_pause(state, until_us)
+  if until_us > state.next_free then return {next_free = until_us, frac = 0} end
+  return nil
+end
+
 local function shaping_load(key)
   local stored = redis.call('HMGET', key, 'next_free', 'frac')
   return {next_free = tonumber(stored[1]) or 0, frac = tonumber(stored[2]) or 0}
@@ -68,7 +77,9 @@ local function shaping_store(key, state)
 end
 -- sluice:model end
 
--- Argument parsing: every failure names the argument.
+-- Argument parsing: every failure names the argument. A script must run
+-- alone, so it carries its own copy of these helpers; tests/test_lua_helpers.c
+-- keeps the copies equal.
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -100,7 +111,7 @@ local function parse_rate_milli(i, name)
   return milli
 end
 
-local function parse_args()
+local function shaping_parse_args()
   if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the schedule HASH)' end
   if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV capacity, rate [, now_us]' end
   local a, err = {}, nil
@@ -118,7 +129,7 @@ local function parse_args()
   return a
 end
 
-local args, err = parse_args()
+local args, err = shaping_parse_args()
 if not args then return redis.error_reply('ERR shaping: ' .. err) end
 
 local state = shaping_load(KEYS[1])

@@ -28,7 +28,7 @@ window after its own has ended.
 -- sluice:model begin (shared with the claim script: see tools/embed_lua.c)
 -- Time until a denied job would pass: later in this window as the previous
 -- window's weight falls, or in the next window once its own count weighs less.
-local function sliding_counter_wait(cur, prev, max, window_ms, start_us, now)
+local function sliding_window_counter_wait(cur, prev, max, window_ms, start_us, now)
   local window_us = window_ms * 1000
   if cur + 1 > max then
     local elapsed_needed = window_ms - math.floor((max - 1) * window_ms / cur)
@@ -41,7 +41,7 @@ end
 
 -- Admission decision: pure, no Redis calls. state = {window, cur, prev}
 -- (window nil when absent). Returns allowed, remaining, wait_us, new state.
-local function sliding_counter_decide(state, max, window_ms, now)
+local function sliding_window_counter_decide(state, max, window_ms, now)
   local window_us = window_ms * 1000
   local window = math.floor(now / window_us)
   local start_us = window * window_us
@@ -54,27 +54,29 @@ local function sliding_counter_decide(state, max, window_ms, now)
   end
   local weighted_prev = prev * (window_ms - elapsed_ms)
   if weighted_prev + (cur + 1) * window_ms > max * window_ms then
-    return 0, 0, sliding_counter_wait(cur, prev, max, window_ms, start_us, now), nil
+    return 0, 0, sliding_window_counter_wait(cur, prev, max, window_ms, start_us, now), nil
   end
   cur = cur + 1
   local remaining = math.floor((max * window_ms - weighted_prev) / window_ms) - cur
   return 1, remaining, 0, {window = window, cur = cur, prev = prev}
 end
 
-local function sliding_counter_load(key)
+local function sliding_window_counter_load(key)
   local stored = redis.call('HMGET', key, 'window', 'cur', 'prev')
   return {window = tonumber(stored[1]), cur = tonumber(stored[2]) or 0, prev = tonumber(stored[3]) or 0}
 end
 
 -- Writes both counts; they expire when the window after this one ends.
-local function sliding_counter_store(key, state, max, window_ms)
+local function sliding_window_counter_store(key, state, max, window_ms)
   redis.call('HSET', key, 'window', string.format('%d', state.window),
     'cur', string.format('%d', state.cur), 'prev', string.format('%d', state.prev))
   redis.call('PEXPIREAT', key, string.format('%d', (state.window + 2) * window_ms))
 end
 -- sluice:model end
 
--- Argument parsing: every failure names the argument.
+-- Argument parsing: every failure names the argument. A script must run
+-- alone, so it carries its own copy of these helpers; tests/test_lua_helpers.c
+-- keeps the copies equal.
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -88,7 +90,7 @@ local function parse_int(i, name, lo, hi)
   return v
 end
 
-local function parse_args()
+local function sliding_window_counter_parse_args()
   if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the counter HASH)' end
   if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV max, window_ms [, now_us]' end
   local a, err = {}, nil
@@ -109,10 +111,11 @@ local function parse_args()
   return a
 end
 
-local args, err = parse_args()
+local args, err = sliding_window_counter_parse_args()
 if not args then return redis.error_reply('ERR sliding_window_counter: ' .. err) end
 
-local state = sliding_counter_load(KEYS[1])
-local allowed, remaining, wait_us, new_state = sliding_counter_decide(state, args.max, args.window_ms, args.now)
-if new_state then sliding_counter_store(KEYS[1], new_state, args.max, args.window_ms) end
+local state = sliding_window_counter_load(KEYS[1])
+local allowed, remaining, wait_us, new_state =
+  sliding_window_counter_decide(state, args.max, args.window_ms, args.now)
+if new_state then sliding_window_counter_store(KEYS[1], new_state, args.max, args.window_ms) end
 return {allowed, remaining, wait_us}

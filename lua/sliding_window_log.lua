@@ -29,13 +29,13 @@ local function ceildiv(a, b)
   return math.floor((a + b - 1) / b)
 end
 
-local function sliding_log_load(key)
+local function sliding_window_log_load(key)
   return {key = key}
 end
 
 -- The log's state is the ZSET itself, so deciding reads it (and trims the
 -- entries that have left the window, which changes no answer).
-local function sliding_log_decide(state, max, window_ms, now)
+local function sliding_window_log_decide(state, max, window_ms, now)
   local key, window_us = state.key, window_ms * 1000
   redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window_us))
   local count = redis.call('ZCARD', key)
@@ -47,7 +47,7 @@ local function sliding_log_decide(state, max, window_ms, now)
 end
 
 -- Records the admission; the key expires one window after its newest entry.
-local function sliding_log_store(key, state, max, window_ms)
+local function sliding_window_log_store(key, state, max, window_ms)
   local now = string.format('%d', state.now)
   local same_us = redis.call('ZCOUNT', key, now, now)
   redis.call('ZADD', key, now, now .. ':' .. string.format('%d', same_us))
@@ -56,6 +56,9 @@ local function sliding_log_store(key, state, max, window_ms)
 end
 -- sluice:model end
 
+-- Argument parsing: every failure names the argument. A script must run
+-- alone, so it carries its own copy of these helpers; tests/test_lua_helpers.c
+-- keeps the copies equal.
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -69,7 +72,7 @@ local function parse_int(i, name, lo, hi)
   return v
 end
 
-local function parse_args()
+local function sliding_window_log_parse_args()
   if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the log ZSET)' end
   if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV max, window_ms [, now_us]' end
   local a, err = {}, nil
@@ -87,10 +90,11 @@ local function parse_args()
   return a
 end
 
-local args, err = parse_args()
+local args, err = sliding_window_log_parse_args()
 if not args then return redis.error_reply('ERR sliding_window_log: ' .. err) end
 
-local state = sliding_log_load(KEYS[1])
-local allowed, remaining, wait_us, new_state = sliding_log_decide(state, args.max, args.window_ms, args.now)
-if new_state then sliding_log_store(KEYS[1], new_state, args.max, args.window_ms) end
+local state = sliding_window_log_load(KEYS[1])
+local allowed, remaining, wait_us, new_state =
+  sliding_window_log_decide(state, args.max, args.window_ms, args.now)
+if new_state then sliding_window_log_store(KEYS[1], new_state, args.max, args.window_ms) end
 return {allowed, remaining, wait_us}

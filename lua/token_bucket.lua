@@ -64,7 +64,9 @@ local function token_bucket_store(key, state, capacity, rate_milli)
 end
 -- sluice:model end
 
--- Argument parsing: every failure names the argument.
+-- Argument parsing: every failure names the argument. A script must run
+-- alone, so it carries its own copy of these helpers; tests/test_lua_helpers.c
+-- keeps the copies equal.
 local function parse_int(i, name, lo, hi)
   local s = ARGV[i]
   if s == nil then return nil, string.format('ARGV[%d] (%s) is missing', i, name) end
@@ -96,7 +98,7 @@ local function parse_rate_milli(i, name)
   return milli
 end
 
-local function parse_args()
+local function token_bucket_parse_args()
   if #KEYS ~= 1 then return nil, 'expects exactly 1 key (the bucket HASH)' end
   if #ARGV < 2 or #ARGV > 3 then return nil, 'expects ARGV capacity, rate [, now_us]' end
   local a, err = {}, nil
@@ -114,7 +116,7 @@ local function parse_args()
   return a
 end
 
-local args, err = parse_args()
+local args, err = token_bucket_parse_args()
 if not args then return redis.error_reply('ERR token_bucket: ' .. err) end
 
 local state = token_bucket_load(KEYS[1])

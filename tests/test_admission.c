@@ -89,6 +89,38 @@ Test(shaping_model, huge_backlog_does_not_overflow)
     cr_assert_eq(v.wait_us, INT64_C(86400000000) - 9);
 }
 
+Test(shaping_model, a_pause_restarts_the_schedule_at_its_end)
+{
+    sl_bucket_params p = {.capacity = 10, .rate_milli = 3000}; /* 333333.3 us apart */
+    sl_shaping_state state = {0};
+    cr_assert(sl_shaping_admit(&state, &p, T0).allowed);
+    cr_assert_neq(state.frac, 0, "1/3 s leaves a fraction of a microsecond");
+
+    /* A pause past next_free: the schedule restarts there, exactly. */
+    int64_t until = T0 + 2000000 + 1;
+    cr_assert(sl_shaping_pause(&state, until));
+    cr_assert_eq(state.next_free, until);
+    cr_assert_eq(state.frac, 0);
+    cr_assert_eq(state.expire_at_ms, (until + 999) / 1000, "the key lives until the pause ends");
+    sl_verdict v = sl_shaping_admit(&state, &p, T0 + 10);
+    cr_assert(v.allowed);
+    cr_assert_eq(T0 + 10 + v.wait_us, until, "the first slot is the end of the pause");
+
+    /* A pause that ends before the schedule does changes nothing. */
+    sl_shaping_state before = state;
+    cr_assert_not(sl_shaping_pause(&state, state.next_free));
+    cr_assert_not(sl_shaping_pause(&state, T0));
+    cr_assert_eq(state.next_free, before.next_free);
+    cr_assert_eq(state.frac, before.frac);
+    cr_assert_eq(state.expire_at_ms, before.expire_at_ms);
+
+    /* An absent key: the schedule starts at the pause's end. */
+    sl_shaping_state fresh = {0};
+    cr_assert(sl_shaping_pause(&fresh, T0 + 1));
+    cr_assert_eq(fresh.next_free, T0 + 1);
+    cr_assert_eq(fresh.expire_at_ms, T0 / 1000 + 1);
+}
+
 /* Drives random arrivals through every model; on each denial, probes a
  * copy of the state one microsecond before wait_us (must be denied) and at
  * wait_us (must be admitted). */

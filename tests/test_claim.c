@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission/admission.h"
 #include "redis/claim.h"
 #include "redis_fixture.h"
 
@@ -439,6 +440,49 @@ Test(claim, pause_moves_the_schedule_for_the_whole_fleet)
     cr_assert_gt(c->result.next_us, c->result.now_us + SEC, "paused for about 2 s");
     cr_assert_leq(c->result.next_us, c->result.now_us + 2 * SEC);
     free(c);
+}
+
+/* The schedule as stored: next_free and frac (0 when absent). */
+static sl_shaping_state stored_schedule(void)
+{
+    redisReply *reply = redisCommand(fx.conn, "HMGET %s next_free frac", keys.shape);
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2);
+    sl_shaping_state s = {
+        .next_free = reply->element[0]->str ? strtoll(reply->element[0]->str, NULL, 10) : 0,
+        .frac = reply->element[1]->str ? strtoll(reply->element[1]->str, NULL, 10) : 0,
+    };
+    freeReplyObject(reply);
+    return s;
+}
+
+/* ack.lua's pause is the shaping model's (sl_shaping_pause): what it
+ * stores, and when it leaves the schedule alone. */
+Test(claim, ack_pause_is_the_shaping_models_pause)
+{
+    int64_t before = redis_fixture_now_us(&fx);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_pause(&args, 2 * SEC);
+    send_ack();
+    int64_t after = redis_fixture_now_us(&fx);
+    sl_shaping_state stored = stored_schedule();
+    cr_assert(stored.next_free >= before + 2 * SEC && stored.next_free <= after + 2 * SEC,
+              "next_free %" PRId64 " not 2 s after the ack", stored.next_free);
+    sl_shaping_state model = {.next_free = 0};
+    cr_assert(sl_shaping_pause(&model, stored.next_free));
+    cr_assert_eq(stored.frac, model.frac);
+    cr_assert_eq(count("PEXPIRETIME %s", keys.shape), model.expire_at_ms);
+
+    /* A schedule that runs past the pause is left as it was. */
+    freeReplyObject(redisCommand(fx.conn, "HSET %s next_free %" PRId64 " frac 7", keys.shape,
+                                 after + 60 * SEC));
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_pause(&args, 2 * SEC);
+    send_ack();
+    stored = stored_schedule();
+    cr_assert_eq(stored.next_free, after + 60 * SEC);
+    cr_assert_eq(stored.frac, 7);
+    model = (sl_shaping_state){.next_free = after + 60 * SEC, .frac = 7};
+    cr_assert_not(sl_shaping_pause(&model, redis_fixture_now_us(&fx) + 2 * SEC));
 }
 
 Test(claim_ids, prefixes_are_short_url_safe_and_keep_every_bit)

@@ -6,13 +6,16 @@
  * during the test (PEXPIREAT is on the script's clock). Instead each step
  * checks PEXPIRETIME against the model, and a second model that forgets its
  * state exactly when Redis would drop the key must reply as the first:
- * expiry never changes a decision. */
+ * expiry never changes a decision. The pause of ack.lua is checked the
+ * same way, interleaved with the shaping script's admissions. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "models.h"
+#include "redis/lua_scripts.h"
 #include "redis_fixture.h"
 #include "script_client.h"
 
@@ -176,3 +179,131 @@ Test(property, token_bucket) { check_algorithm("token_bucket"); }
 Test(property, fixed_window) { check_algorithm("fixed_window"); }
 Test(property, sliding_window_log) { check_algorithm("sliding_window_log"); }
 Test(property, sliding_window_counter) { check_algorithm("sliding_window_counter"); }
+
+/* ack.lua's "pause" op is shaping_pause of the shaping model section.
+ * Loads that section with a driver that applies it at an explicit time
+ * (ack.lua takes its time from Redis, which a test cannot choose):
+ * EVALSHA sha 1 key until_us -> 1 if the schedule moved, else 0. */
+static void load_pause_driver(char sha[41])
+{
+    static const char driver[] =
+        "local paused = shaping_pause(shaping_load(KEYS[1]), tonumber(ARGV[1]))\n"
+        "if paused then shaping_store(KEYS[1], paused) end\n"
+        "return paused and 1 or 0\n";
+    const sl_lua_script *shaping = sl_lua_script_find("shaping");
+    cr_assert_not_null(shaping);
+    const char *begin = strstr(shaping->source, "-- sluice:model begin");
+    const char *end = begin ? strstr(begin, "-- sluice:model end") : NULL;
+    cr_assert(begin && end, "lua/shaping.lua has no model section");
+    size_t len = (size_t)(end - begin);
+    char *text = malloc(len + sizeof driver);
+    cr_assert_not_null(text);
+    memcpy(text, begin, len);
+    memcpy(text + len, driver, sizeof driver);
+    redisReply *reply = redisCommand(fx.conn, "SCRIPT LOAD %s", text);
+    cr_assert(reply && reply->type == REDIS_REPLY_STRING && reply->len == 40,
+              "SCRIPT LOAD of the pause driver: %s", reply && reply->str ? reply->str : "no reply");
+    memcpy(sha, reply->str, 41);
+    freeReplyObject(reply);
+    free(text);
+}
+
+/* Reads the schedule back: HMGET next_free frac, PEXPIRETIME, against the model. */
+static void expect_schedule(const sl_shaping_state *model, int seq, int step)
+{
+    redisReply *reply;
+    cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
+    cr_assert(reply->type == REDIS_REPLY_ARRAY && reply->elements == 2);
+    int64_t next_free = reply->element[0]->str ? strtoll(reply->element[0]->str, NULL, 10) : 0;
+    int64_t frac = reply->element[1]->str ? strtoll(reply->element[1]->str, NULL, 10) : 0;
+    cr_assert(next_free == model->next_free && frac == model->frac,
+              "seq %d step %d: stored {%" PRId64 ", %" PRId64 "} model {%" PRId64 ", %" PRId64 "}",
+              seq, step, next_free, frac, model->next_free, model->frac);
+    freeReplyObject(reply);
+    cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
+    cr_assert_eq(reply->type, REDIS_REPLY_INTEGER);
+    cr_assert_eq(reply->integer, model->expire_at_ms ? model->expire_at_ms : -2,
+                 "seq %d step %d: PEXPIRETIME %lld, model %" PRId64, seq, step, reply->integer,
+                 model->expire_at_ms);
+    freeReplyObject(reply);
+}
+
+Test(property, shaping_with_pauses)
+{
+    enum { PAUSE_SEQUENCES = 2000 };
+    const model_ops *m = model_find("shaping");
+    cr_assert_not_null(m);
+    char admit_sha[41], pause_sha[41];
+    redis_fixture_load(&fx, "shaping", admit_sha);
+    load_pause_driver(pause_sha);
+    uint64_t rng = UINT64_C(0x2545f4914f6cdd1d);
+    int64_t whens[MAX_STEPS];
+    bool pauses[MAX_STEPS];
+    long moved = 0, kept = 0, admitted = 0;
+
+    for (int seq = 0; seq < PAUSE_SEQUENCES; seq++) {
+        int64_t capacity, rate_milli;
+        random_params(m, &rng, &capacity, &rate_milli);
+        char capacity_text[32], rate_text[32];
+        snprintf(capacity_text, sizeof capacity_text, "%" PRId64, capacity);
+        sc_format_rate(rate_milli, rate_text);
+        int64_t scale = time_scale(m, rate_milli);
+        int steps = 1 + (int)pick(&rng, MAX_STEPS);
+        int64_t now = T0 + pick(&rng, INT64_C(86400000000));
+
+        redisAppendCommand(fx.conn, "DEL prop");
+        for (int i = 0; i < steps; i++) {
+            now += random_gap(&rng, scale);
+            pauses[i] = pick(&rng, 4) == 0;
+            if (pauses[i]) {
+                /* until: now, within the schedule, or past it by up to 10 intervals */
+                whens[i] = now + random_gap(&rng, scale * (1 + pick(&rng, 10)));
+                redisAppendCommand(fx.conn, "EVALSHA %s 1 prop %" PRId64, pause_sha, whens[i]);
+            } else {
+                whens[i] = now;
+                redisAppendCommand(fx.conn, "EVALSHA %s 1 prop %s %s %" PRId64, admit_sha,
+                                   capacity_text, rate_text, now);
+            }
+            redisAppendCommand(fx.conn, "HMGET prop next_free frac");
+            redisAppendCommand(fx.conn, "PEXPIRETIME prop");
+        }
+
+        sl_shaping_state model = {0};
+        sl_bucket_params p = {capacity, rate_milli};
+        redisReply *reply;
+        cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
+        freeReplyObject(reply);
+        for (int i = 0; i < steps; i++) {
+            cr_assert_eq(redisGetReply(fx.conn, (void **)&reply), REDIS_OK);
+            if (pauses[i]) {
+                cr_assert_eq(reply->type, REDIS_REPLY_INTEGER, "pause driver: %s",
+                             reply->str ? reply->str : "not an integer");
+                bool model_moved = sl_shaping_pause(&model, whens[i]);
+                cr_assert_eq(reply->integer != 0, model_moved,
+                             "seq %d step %d: pause until T0+%" PRId64 ": script %lld model %d",
+                             seq, i, whens[i] - T0, reply->integer, model_moved);
+                model_moved ? moved++ : kept++;
+            } else {
+                sl_verdict script, expected;
+                char err[256];
+                cr_assert(sc_parse_verdict(reply, &script, err, sizeof err), "%s", err);
+                expected = sl_shaping_admit(&model, &p, whens[i]);
+                cr_assert(script.allowed == expected.allowed &&
+                              script.remaining == expected.remaining &&
+                              script.wait_us == expected.wait_us,
+                          "seq %d step %d: script {%d, %" PRId64 ", %" PRId64
+                          "} model {%d, %" PRId64 ", %" PRId64 "}",
+                          seq, i, script.allowed, script.remaining, script.wait_us,
+                          expected.allowed, expected.remaining, expected.wait_us);
+                admitted += expected.allowed;
+            }
+            freeReplyObject(reply);
+            expect_schedule(&model, seq, i);
+        }
+    }
+    /* Both kinds of pause, and admissions after them, must have happened. */
+    cr_assert_gt(moved, PAUSE_SEQUENCES / 2, "only %ld pauses moved the schedule", moved);
+    cr_assert_gt(kept, PAUSE_SEQUENCES / 20, "only %ld pauses left it alone", kept);
+    cr_assert_gt(admitted, PAUSE_SEQUENCES);
+    cr_log_info("shaping with pauses: %ld moved, %ld kept, %ld admitted", moved, kept, admitted);
+}

@@ -275,16 +275,6 @@ Test(scripts, bad_arguments_get_an_error_naming_them)
 
 /* ---- expiry, on Redis's own clock ---- */
 
-static int64_t redis_now_us(void)
-{
-    redisReply *reply = redisCommand(fx.conn, "TIME");
-    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2);
-    int64_t now = strtoll(reply->element[0]->str, NULL, 10) * SEC +
-                  strtoll(reply->element[1]->str, NULL, 10);
-    freeReplyObject(reply);
-    return now;
-}
-
 Test(scripts, without_now_the_scripts_use_redis_time)
 {
     cr_assert_eq(call("shaping", "clock", "10", "1", -1).wait_us, 0);
@@ -293,7 +283,7 @@ Test(scripts, without_now_the_scripts_use_redis_time)
     redisReply *reply = redisCommand(fx.conn, "HGET clock next_free");
     int64_t next_free = strtoll(reply->str, NULL, 10);
     freeReplyObject(reply);
-    int64_t now = redis_now_us();
+    int64_t now = redis_fixture_now_us(&fx);
     cr_assert(next_free > now + SEC && next_free <= now + 2 * SEC, "next_free on Redis's clock");
 }
 
@@ -311,7 +301,7 @@ Test(scripts, idle_state_expires_by_itself)
         cr_assert(call(cases[i].script, cases[i].script, cases[i].first, cases[i].second, -1)
                       .allowed);
         long long expire_at = integer_command("PEXPIRETIME %s", cases[i].script);
-        int64_t now_ms = redis_now_us() / 1000;
+        int64_t now_ms = redis_fixture_now_us(&fx) / 1000;
         /* -2: gone already (a slow client can miss a 5 ms window), which is the point */
         cr_assert(expire_at == -2 || (expire_at > 0 && expire_at <= now_ms + 20),
                   "%s: expires at %lld, now %" PRId64, cases[i].script, expire_at, now_ms);

@@ -7,7 +7,10 @@
  * A line "-- sluice:include NAME" is replaced by the model section of
  * NAME.lua in the same directory: the lines between "-- sluice:model
  * begin" and "-- sluice:model end". That is how the daemon's composite
- * scripts reuse the standalone algorithms instead of copying them.
+ * scripts reuse the standalone algorithms instead of copying them. A
+ * model's functions are named after its file (NAME_load, NAME_decide,
+ * NAME_store); a small helper several models carry (ceildiv, JOB) is
+ * spliced once per model, which tests/test_lua_helpers.c keeps identical.
  * Runs on the build machine only, so it may simply exit on error.
  */
 #include <stdio.h>

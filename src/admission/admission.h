@@ -75,20 +75,20 @@ typedef struct sl_fixed_window_state {
     int64_t expire_at_ms;
 } sl_fixed_window_state;
 
-typedef struct sl_sliding_log_state {
+typedef struct sl_sliding_window_log_state {
     int64_t *times; /* admission times, ascending; owned by the caller */
     size_t len;
     size_t cap; /* must be >= max: admission never grows past max */
     int64_t expire_at_ms;
-} sl_sliding_log_state;
+} sl_sliding_window_log_state;
 
-typedef struct sl_sliding_counter_state {
+typedef struct sl_sliding_window_counter_state {
     bool present;
     int64_t window;
     int64_t cur;
     int64_t prev;
     int64_t expire_at_ms;
-} sl_sliding_counter_state;
+} sl_sliding_window_counter_state;
 
 /* NULL if p is within the scripts' ranges, else a message naming the field. */
 const char *sl_bucket_params_error(const sl_bucket_params *p);
@@ -108,9 +108,14 @@ sl_verdict sl_token_bucket_admit(sl_token_bucket_state *state, const sl_bucket_p
                                  int64_t now_us);
 sl_verdict sl_fixed_window_admit(sl_fixed_window_state *state, const sl_window_params *p,
                                  int64_t now_us);
-sl_verdict sl_sliding_log_admit(sl_sliding_log_state *state, const sl_window_params *p,
-                                int64_t now_us);
-sl_verdict sl_sliding_counter_admit(sl_sliding_counter_state *state, const sl_window_params *p,
-                                    int64_t now_us);
+sl_verdict sl_sliding_window_log_admit(sl_sliding_window_log_state *state,
+                                       const sl_window_params *p, int64_t now_us);
+sl_verdict sl_sliding_window_counter_admit(sl_sliding_window_counter_state *state,
+                                           const sl_window_params *p, int64_t now_us);
+
+/* A 429/503 pause: no slot before until_us (the ack script's "pause" op).
+ * Moves the schedule to until_us and returns true, or returns false and
+ * leaves *state alone when the schedule already runs past until_us. */
+bool sl_shaping_pause(sl_shaping_state *state, int64_t until_us);
 
 #endif

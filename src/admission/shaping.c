@@ -1,4 +1,5 @@
-/* shaping.c - model of lua/shaping.lua: the leaky bucket used as a queue. */
+/* shaping.c - model of lua/shaping.lua: the leaky bucket used as a queue,
+ * and the pause that ack.lua applies to it. */
 #include "admission/admission.h"
 #include "base/intmath.h"
 
@@ -30,4 +31,15 @@ sl_verdict sl_shaping_admit(sl_shaping_state *state, const sl_bucket_params *p, 
         .remaining = sl_floordiv(p->capacity * SL_JOB - level - SL_JOB, SL_JOB),
         .wait_us = next_free - now_us,
     };
+}
+
+bool sl_shaping_pause(sl_shaping_state *state, int64_t until_us)
+{
+    if (until_us <= state->next_free)
+        return false;
+    /* The exact point is until_us itself: nothing of a job is left over. */
+    state->next_free = until_us;
+    state->frac = 0;
+    state->expire_at_ms = sl_ceildiv(until_us, 1000);
+    return true;
 }

@@ -5,8 +5,8 @@
 /* Time until a denied job would pass: later in this window as the previous
  * window's weight falls, or in the next one once this window's count,
  * become the previous, weighs little enough. */
-static int64_t sliding_counter_wait(int64_t cur, int64_t prev, const sl_window_params *p,
-                                    int64_t start_us, int64_t now_us)
+static int64_t sliding_window_counter_wait(int64_t cur, int64_t prev, const sl_window_params *p,
+                                           int64_t start_us, int64_t now_us)
 {
     int64_t window_ms = p->window_ms;
     int64_t window_us = window_ms * 1000;
@@ -20,8 +20,8 @@ static int64_t sliding_counter_wait(int64_t cur, int64_t prev, const sl_window_p
     return start_us + window_us - now_us;
 }
 
-sl_verdict sl_sliding_counter_admit(sl_sliding_counter_state *state, const sl_window_params *p,
-                                    int64_t now_us)
+sl_verdict sl_sliding_window_counter_admit(sl_sliding_window_counter_state *state,
+                                           const sl_window_params *p, int64_t now_us)
 {
     int64_t window_ms = p->window_ms;
     int64_t window_us = window_ms * 1000;
@@ -39,8 +39,10 @@ sl_verdict sl_sliding_counter_admit(sl_sliding_counter_state *state, const sl_wi
      * multiplied out by window so it is compared in integers. */
     int64_t weighted_prev = prev * (window_ms - elapsed_ms);
     if (weighted_prev + (cur + 1) * window_ms > p->max * window_ms)
-        return (sl_verdict){.allowed = false,
-                            .wait_us = sliding_counter_wait(cur, prev, p, start_us, now_us)};
+        return (sl_verdict){
+            .allowed = false,
+            .wait_us = sliding_window_counter_wait(cur, prev, p, start_us, now_us),
+        };
 
     state->present = true;
     state->window = window;

@@ -4,8 +4,8 @@
 #include "admission/admission.h"
 #include "base/intmath.h"
 
-sl_verdict sl_sliding_log_admit(sl_sliding_log_state *state, const sl_window_params *p,
-                                int64_t now_us)
+sl_verdict sl_sliding_window_log_admit(sl_sliding_window_log_state *state,
+                                       const sl_window_params *p, int64_t now_us)
 {
     int64_t window_us = p->window_ms * 1000;
     /* ZREMRANGEBYSCORE -inf (now - window): the window is (now - window, now]. */

@@ -21,7 +21,7 @@ void *model_create(const model_ops *m, int64_t first)
 {
     void *state = must_alloc(m->state_size);
     if (is_log(m)) {
-        sl_sliding_log_state *log = state;
+        sl_sliding_window_log_state *log = state;
         log->cap = (size_t)first;
         log->times = must_alloc(log->cap * sizeof *log->times);
     }
@@ -31,7 +31,7 @@ void *model_create(const model_ops *m, int64_t first)
 void model_destroy(const model_ops *m, void *state)
 {
     if (is_log(m))
-        free(((sl_sliding_log_state *)state)->times);
+        free(((sl_sliding_window_log_state *)state)->times);
     free(state);
 }
 
@@ -40,8 +40,8 @@ void *model_clone(const model_ops *m, const void *state)
     void *copy = must_alloc(m->state_size);
     memcpy(copy, state, m->state_size);
     if (is_log(m)) {
-        const sl_sliding_log_state *log = state;
-        sl_sliding_log_state *log_copy = copy;
+        const sl_sliding_window_log_state *log = state;
+        sl_sliding_window_log_state *log_copy = copy;
         log_copy->times = must_alloc(log->cap * sizeof *log->times);
         memcpy(log_copy->times, log->times, log->len * sizeof *log->times);
     }
@@ -51,7 +51,7 @@ void *model_clone(const model_ops *m, const void *state)
 void model_reset(const model_ops *m, void *state)
 {
     if (is_log(m)) {
-        sl_sliding_log_state *log = state;
+        sl_sliding_window_log_state *log = state;
         log->len = 0;
         log->expire_at_ms = 0;
     } else {
@@ -82,13 +82,13 @@ static sl_verdict fixed_window(void *s, int64_t max, int64_t window_ms, int64_t 
 {
     return sl_fixed_window_admit(s, &(sl_window_params){max, window_ms}, now);
 }
-static sl_verdict sliding_log(void *s, int64_t max, int64_t window_ms, int64_t now)
+static sl_verdict sliding_window_log(void *s, int64_t max, int64_t window_ms, int64_t now)
 {
-    return sl_sliding_log_admit(s, &(sl_window_params){max, window_ms}, now);
+    return sl_sliding_window_log_admit(s, &(sl_window_params){max, window_ms}, now);
 }
-static sl_verdict sliding_counter(void *s, int64_t max, int64_t window_ms, int64_t now)
+static sl_verdict sliding_window_counter(void *s, int64_t max, int64_t window_ms, int64_t now)
 {
-    return sl_sliding_counter_admit(s, &(sl_window_params){max, window_ms}, now);
+    return sl_sliding_window_counter_admit(s, &(sl_window_params){max, window_ms}, now);
 }
 
 const model_ops model_list[] = {
@@ -100,10 +100,10 @@ const model_ops model_list[] = {
      offsetof(sl_token_bucket_state, expire_at_ms), token_bucket},
     {"fixed_window", true, sizeof(sl_fixed_window_state),
      offsetof(sl_fixed_window_state, expire_at_ms), fixed_window},
-    {"sliding_window_log", true, sizeof(sl_sliding_log_state),
-     offsetof(sl_sliding_log_state, expire_at_ms), sliding_log},
-    {"sliding_window_counter", true, sizeof(sl_sliding_counter_state),
-     offsetof(sl_sliding_counter_state, expire_at_ms), sliding_counter},
+    {"sliding_window_log", true, sizeof(sl_sliding_window_log_state),
+     offsetof(sl_sliding_window_log_state, expire_at_ms), sliding_window_log},
+    {"sliding_window_counter", true, sizeof(sl_sliding_window_counter_state),
+     offsetof(sl_sliding_window_counter_state, expire_at_ms), sliding_window_counter},
 };
 const int model_count = sizeof model_list / sizeof model_list[0];
 

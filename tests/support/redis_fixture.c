@@ -1,5 +1,6 @@
 /* redis_fixture.c - see redis_fixture.h. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include "redis_fixture.h"
@@ -59,4 +60,14 @@ void redis_fixture_push_jobs(redis_fixture *f, const char *tenant, const char *t
 void redis_fixture_load(redis_fixture *f, const char *name, char sha[41])
 {
     cr_assert(sc_load(f->conn, name, sha), "SCRIPT LOAD %s failed", name);
+}
+
+int64_t redis_fixture_now_us(redis_fixture *f)
+{
+    redisReply *reply = redisCommand(f->conn, "TIME");
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2, "TIME failed");
+    int64_t now = strtoll(reply->element[0]->str, NULL, 10) * 1000000 +
+                  strtoll(reply->element[1]->str, NULL, 10);
+    freeReplyObject(reply);
+    return now;
 }

@@ -4,6 +4,7 @@
 #define SLUICE_TEST_REDIS_FIXTURE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <hiredis/hiredis.h>
 
@@ -30,5 +31,7 @@ void redis_fixture_push_jobs(redis_fixture *f, const char *tenant, const char *t
 /* SCRIPT LOADs embedded script `name` on f and writes its SHA1
  * into sha. Fails the test if it cannot. */
 void redis_fixture_load(redis_fixture *f, const char *name, char sha[41]);
+/* Redis's own clock (TIME), in microseconds; fails the test if it can't. */
+int64_t redis_fixture_now_us(redis_fixture *f);
 
 #endif
