@@ -571,7 +571,7 @@ Test(daemon, fixed_window_delay_holds_the_rate_without_dropping)
     sink_requests_free(reqs, n);
 }
 
-Test(daemon, sliding_log_quota_dead_letters_beyond_it)
+Test(daemon, sliding_window_log_quota_dead_letters_beyond_it)
 {
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 500,"
