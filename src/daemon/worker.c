@@ -16,15 +16,12 @@
 #include "daemon/redis_clock.h"
 #include "daemon/tenant.h"
 #include "daemon/worker.h"
+#include "daemon/worker_policy.h"
 #include "redis/keys.h"
 #include "redis/notify.h"
 
-#define DISCOVER_EVERY_MS 1000
-/* With keyspace notifications a push names its tenant at once, so the scan
- * is only a safety net (for pushes made while unsubscribed): every 30 s. */
-#define DISCOVER_NOTIFIED_EVERY_TICKS 30
+#define DISCOVER_EVERY_MS 1000 /* SL_DISCOVER_NOTIFIED_EVERY_TICKS: 30 s with notifications */
 #define DRAIN_CHECK_MS 10
-#define ACK_FLUSH_AFTER_GRACE_US 2000000 /* after the grace period, acks get this long */
 #define CLOCK_PROBE_EVERY_MS 5000
 #define HEARTBEAT_MS 100
 
@@ -164,7 +161,7 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    if (w->env.notified && ++w->discover_ticks % DISCOVER_NOTIFIED_EVERY_TICKS != 0)
+    if (!sl_discover_on_tick(&w->discover_ticks, w->env.notified))
         return;
     if (!w->scanning && !w->env.draining && sl_redis_conn_ready(w->env.redis))
         scan_page(w);
@@ -199,7 +196,7 @@ static void on_notify_state(void *arg, bool active)
     for (size_t i = 0; i < w->tenant_count; i++)
         sl_tenant_wake(w->tenants[i]);
     if (active)
-        w->discover_ticks = DISCOVER_NOTIFIED_EVERY_TICKS - 1;
+        w->discover_ticks = sl_discover_next_tick();
 }
 
 /* ---- readiness, drain, stop ---- */
@@ -280,12 +277,13 @@ static void on_drain_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    int64_t now = sl_realtime_us();
-    if (all_idle(w) && !w->scanning) {
+    sl_drain_verdict v = sl_drain_check(all_idle(w) && !w->scanning, w->env.http != NULL,
+                                        w->drain_deadline_us, sl_realtime_us());
+    if (v.done) {
         event_base_loopbreak(w->env.base);
         return;
     }
-    if (w->env.http && now > w->drain_deadline_us) {
+    if (v.hand_back) {
         SL_LOG(SL_LOG_WARNING, "msg=\"grace period over: handing back deliveries in flight\" worker=%d",
                w->index);
         sl_http_client_free(w->env.http); /* cancels the transfers */
@@ -293,7 +291,7 @@ static void on_drain_timer(evutil_socket_t fd, short kind, void *arg)
         for (size_t i = 0; i < w->tenant_count; i++)
             sl_tenant_release_in_flight(w->tenants[i]);
     }
-    if (now > w->drain_deadline_us + ACK_FLUSH_AFTER_GRACE_US) {
+    if (v.give_up) {
         SL_LOG(SL_LOG_WARNING, "msg=\"acks not confirmed at exit; their leases will expire\" worker=%d",
                w->index);
         w->exit_code = 1;
