@@ -5,6 +5,12 @@
  *   -> deliver over HTTP (bounded by concurrency)
  *   -> decide the outcome (outcome.c) -> batch the ack (one round trip).
  *
+ * This file does the I/O (timers, Redis calls, HTTP requests); what it
+ * decides comes from pure code: when to claim and when a job may leave
+ * (job/claim_policy.h, job/pacing.h), what an outcome means
+ * (job/outcome.h), when an ack batch goes (ack_batch.h). What it needs of
+ * its worker comes through sl_tenant_env (tenant.h).
+ *
  * Nothing is lost on any path: a job is acked done, retried, released
  * back or dead-lettered; if even the ack cannot reach Redis, its lease
  * expires and any worker claims it again. */
