@@ -5,6 +5,12 @@
  *   -> deliver over HTTP (bounded by concurrency)
  *   -> decide the outcome (outcome.c) -> batch the ack (one round trip).
  *
+ * This file does the I/O (timers, Redis calls, HTTP requests); what it
+ * decides comes from pure code: when to claim and when a job may leave
+ * (job/claim_policy.h, job/pacing.h), what an outcome means
+ * (job/outcome.h), when an ack batch goes (ack_batch.h). What it needs of
+ * its worker comes through sl_tenant_env (tenant.h).
+ *
  * Nothing is lost on any path: a job is acked done, retried, released
  * back or dead-lettered; if even the ack cannot reach Redis, its lease
  * expires and any worker claims it again. */
@@ -13,36 +19,68 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission/admission.h"
-#include "job/backoff.h"
+#include <event2/event.h>
+
 #include "base/log.h"
 #include "base/monotonic.h"
+#include "base/realtime.h"
+#include "daemon/ack_batch.h"
+#include "daemon/tenant.h"
+#include "job/backoff.h"
+#include "job/claim_policy.h"
+#include "job/envelope.h"
 #include "job/outcome.h"
 #include "job/pacing.h"
-#include "daemon/worker_t.h"
+#include "job/request.h"
+#include "redis/claim.h"
+#include "redis/keys.h"
 
-#define CLAIM_BATCH 512
-#define MAX_WAITING (4 * CLAIM_BATCH) /* claimed jobs held before claiming more */
-/* A shaped tenant claims again while the jobs it holds last REFILL_US
- * more (claim.lua), and then what departs in the LOOKAHEAD_INTERVALS
- * intervals after that: some 20 jobs per claim. It acks about
- * BATCH_INTERVALS jobs per round trip: under 0.2 Redis calls per job at
- * any rate where that fits in the bounds below. */
-#define BATCH_INTERVALS 10
-#define REFILL_US 50000               /* a claim reply may take this long */
-#define LOOKAHEAD_INTERVALS 20
-#define LOOKAHEAD_MAX_US 250000       /* claim at most this far ahead */
-#define LEASE_MARGIN_US 10000000      /* a lease outlives slot + timeout by 10 s */
-#define SEND_EARLY_US 20              /* timers fire a little late; don't add to it */
-#define ACK_FLUSH_ARGS 1024           /* flush an ack batch this large at once */
-#define ACK_BATCH_ARGS (3 * BATCH_INTERVALS) /* a delivered job's outcome is 3 arguments */
-#define ACK_DELAY_MIN_US 2000         /* else within BATCH_INTERVALS intervals, */
-#define ACK_DELAY_MAX_US 100000       /* but 2 to 100 ms */
-#define IDLE_MIN_MS 10
-#define IDLE_MAX_MS 1000              /* SPEC: polling backs off to at most 1 s */
-#define IDLE_NOTIFIED_MAX_MS 30000    /* with keyspace notifications: a safety net */
-#define RETRY_AFTER_ERROR_US 1000000
-#define SATURATED_AFTER_US 10000      /* a head job this overdue means saturated */
+/* A claimed job, from its claim until its outcome is acked. */
+typedef struct job {
+    struct job *next; /* in the tenant's FIFO while waiting for its slot */
+    struct job *prev_flying, *next_flying; /* in the tenant's list while sent */
+    struct tenant *tenant;
+    char *id;         /* the claim id (key of the jobs hash), in text */
+    int64_t lease;
+    int64_t attempts; /* made before this one */
+    int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
+    char *element;      /* the job as pushed, in text, parsed only when it is
+                           sent so that a claimed batch never stalls the loop */
+    size_t element_len;
+    sl_job_request request; /* parsed at send time */
+    sl_request_headers headers;
+    char text[];        /* id, NUL, element, NUL: one allocation per job */
+} job;
+
+/* One tenant served by a worker thread. */
+struct tenant {
+    sl_tenant_env *env;             /* the worker's, lent for the tenant's life */
+    char name[SL_TENANT_NAME_MAX + 1];
+    const sl_tenant_config *config; /* the worker's config owns it */
+    sl_claim_params claim;
+    sl_claim_limit *limits;         /* owned, claim.limits points here */
+    sl_tenant_keys keys;
+    sl_job_rules rules;
+
+    job *head, *tail;  /* claimed, waiting for their slot (slot order) */
+    size_t waiting;
+    sl_pace pace;         /* how fast late jobs may catch up (pacing.h) */
+    int64_t interval_us;  /* 1/rate, rounded down */
+    job *flying;       /* HTTP requests under way */
+    size_t in_flight;
+    bool claim_outstanding;
+    bool retired;         /* left the configuration: no more claims */
+    bool wake_pending;    /* a push was notified while a claim was out */
+    int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
+    int64_t idle_ms;   /* polling backoff while the queue is empty */
+    struct event *claim_timer;
+    struct event *release_timer;
+
+    sl_ack_batch acks;    /* outcomes on their way to Redis (ack_batch.h) */
+    struct event *ack_timer;
+
+    sl_tenant_metrics metrics; /* read by the admin thread's scrapes */
+};
 
 static void release_due(tenant *t);
 static void ack_flush(tenant *t);
@@ -115,73 +153,47 @@ static void unlink_flying(tenant *t, job *j)
 
 /* ---- acks ---- */
 
-/* Outcomes gather until the first has waited ack_delay_us and there are
- * BATCH_INTERVALS of them, or it has waited ACK_DELAY_MAX_US: a tenant far
- * below its rate (bound by its concurrency or a slow endpoint) then still
- * acks about BATCH_INTERVALS jobs per round trip, not one or two. While
- * draining, nothing waits. Called after outcomes are added (more than once
- * is harmless). */
+/* Called after outcomes are added (more than once is harmless): the
+ * batch says when it goes (ack_batch.h). */
 static void ack_added(tenant *t)
 {
-    if (t->ack_filling.count == 0)
-        return;
-    if (t->ack_first_us == 0) {
-        t->ack_first_us = sl_monotonic_us();
-        arm(t->ack_timer, t->ack_delay_us);
-    }
-    if (t->worker->draining || t->ack_filling.count >= ACK_FLUSH_ARGS ||
-        (t->ack_filling.count >= ACK_BATCH_ARGS &&
-         sl_monotonic_us() - t->ack_first_us >= t->ack_delay_us))
+    sl_ack_step step = sl_ack_batch_added(&t->acks, t->env->draining, sl_monotonic_us);
+    if (step.arm_us >= 0)
+        arm(t->ack_timer, step.arm_us);
+    if (step.flush)
         ack_flush(t);
 }
 
 static void on_ack_reply(redisReply *reply, void *arg)
 {
     tenant *t = arg;
-    t->ack_outstanding = false;
-    if (!reply || sl_redis_is_noscript(reply)) {
-        t->ack_resend = true; /* resent by sl_tenant_resume once ready */
+    bool answered = reply && !sl_redis_is_noscript(reply);
+    bool flush = sl_ack_batch_replied(&t->acks, answered); /* unanswered: resent by sl_tenant_resume */
+    if (!answered) {
         if (reply)
-            sl_redis_conn_reload_scripts(t->worker->redis);
+            sl_redis_conn_reload_scripts(t->env->redis);
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR)
         SL_LOG(SL_LOG_ERROR, "msg=\"ack failed; leases will expire and the jobs be retried\" tenant=%s error=\"%s\"",
                t->name, reply->str);
-    if (t->ack_due)
+    if (flush)
         ack_flush(t);
 }
 
 static void ack_flush(tenant *t)
 {
-    worker *w = t->worker;
+    sl_ack_batch *b = &t->acks;
     evtimer_del(t->ack_timer);
-    const char *sha = sl_redis_conn_sha(w->redis, "ack");
-    if (t->ack_outstanding || !sha) {
-        t->ack_due = true; /* the reply, or readiness, flushes again */
+    if (!sl_ack_batch_take(b, sl_redis_conn_sha(t->env->redis, "ack"), &t->keys, t->name))
         return;
-    }
-    t->ack_due = false;
-    if (!t->ack_resend) {
-        if (t->ack_filling.count == 0)
-            return;
-        sl_ack_start(&t->ack_sending, sha, &t->keys, t->name);
-        for (size_t i = 0; i < t->ack_filling.count; i++)
-            sl_argv_add(&t->ack_sending, t->ack_filling.text + t->ack_filling.offsets[i],
-                        t->ack_filling.lengths[i]);
-        sl_argv_reset(&t->ack_filling);
-        t->ack_first_us = 0;
-    }
-    const char **argv = sl_argv_finish(&t->ack_sending);
+    const char **argv = sl_argv_finish(&b->sending);
     if (!argv) {
         SL_LOG(SL_LOG_ERROR, "msg=\"out of memory building an ack\" tenant=%s", t->name);
         return;
     }
-    t->ack_resend = !sl_redis_conn_send(w->redis, (int)t->ack_sending.count, argv,
-                                        t->ack_sending.lengths, on_ack_reply, t);
-    t->ack_outstanding = !t->ack_resend;
-    /* a resend leaves what gathered meanwhile (its timer is gone) to the reply */
-    t->ack_due = t->ack_filling.count > 0;
+    sl_ack_batch_sent(b, sl_redis_conn_send(t->env->redis, (int)b->sending.count, argv,
+                                            b->sending.lengths, on_ack_reply, t));
 }
 
 static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
@@ -189,17 +201,17 @@ static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     tenant *t = arg;
-    int64_t waited = sl_monotonic_us() - t->ack_first_us;
-    if (!t->worker->draining && t->ack_filling.count < ACK_BATCH_ARGS && waited < ACK_DELAY_MAX_US)
-        arm(t->ack_timer, ACK_DELAY_MAX_US - waited); /* for more outcomes, or the longest wait */
-    else
+    sl_ack_step step = sl_ack_batch_timer(&t->acks, t->env->draining, sl_monotonic_us());
+    if (step.flush)
         ack_flush(t);
+    else
+        arm(t->ack_timer, step.arm_us);
 }
 
 static void release_job(tenant *t, job *j)
 {
     /* The batch's size so far orders the jobs handed back within it. */
-    sl_ack_release(&t->ack_filling, j->id, j->lease, (int64_t)t->ack_filling.count);
+    sl_ack_release(&t->acks.filling, j->id, j->lease, (int64_t)t->acks.filling.count);
     sl_counter_add(&t->metrics.released, 1);
     ack_added(t);
     job_free(j);
@@ -208,7 +220,7 @@ static void release_job(tenant *t, job *j)
 static void dead_letter_job(tenant *t, job *j, const char *reason, int status, bool attempted,
                             const char *error)
 {
-    sl_ack_dead(&t->ack_filling, j->id, j->lease, reason, status, attempted, error);
+    sl_ack_dead(&t->acks.filling, j->id, j->lease, reason, status, attempted, error);
     sl_counter_add(&t->metrics.dead_lettered, 1);
     sl_label_add(&t->metrics.dead_reasons, reason, strlen(reason), 1);
     ack_added(t);
@@ -217,7 +229,7 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
 
 static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
 {
-    sl_ack_retry(&t->ack_filling, j->id, j->lease, delay_us, error);
+    sl_ack_retry(&t->acks.filling, j->id, j->lease, delay_us, error);
     sl_counter_add(&t->metrics.retried, 1);
     job_free(j);
 }
@@ -237,7 +249,6 @@ static void on_delivered(void *arg, const sl_http_result *result)
 {
     job *j = arg;
     tenant *t = j->tenant;
-    worker *w = t->worker;
     unlink_flying(t, j);
     sl_status_add(&t->metrics.responses, result->status);
     sl_histogram_observe(&t->metrics.latency, &sl_latency_bounds, result->elapsed_us);
@@ -246,13 +257,13 @@ static void on_delivered(void *arg, const sl_http_result *result)
     sl_outcome outcome = sl_outcome_decide(result->status, result->retry_after,
                                            (int)j->attempts + 1, (int)retry->max_attempts,
                                            retry->base_ms, retry->max_ms,
-                                           sl_worker_now_us() / 1000, sl_random_u64(&w->rng));
+                                           sl_realtime_us() / 1000, sl_random_u64(&t->env->rng));
     char error[200] = ""; /* what went wrong, for the retry or dead letter */
     if (outcome.kind != SL_OUTCOME_DELIVERED)
         describe_failure(result, error, sizeof error);
     switch (outcome.kind) {
     case SL_OUTCOME_DELIVERED:
-        sl_ack_done(&t->ack_filling, j->id, j->lease);
+        sl_ack_done(&t->acks.filling, j->id, j->lease);
         sl_counter_add(&t->metrics.delivered, 1);
         job_free(j);
         break;
@@ -260,7 +271,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
         /* Fleet-wide: no slot of this tenant before the pause ends. The
          * jobs already given slots inside the pause go back to be claimed
          * again after it. */
-        sl_ack_pause(&t->ack_filling, outcome.delay_ms * 1000);
+        sl_ack_pause(&t->acks.filling, outcome.delay_ms * 1000);
         while (t->head)
             release_job(t, pop_waiting(t));
         retry_job(t, j, outcome.delay_ms * 1000, error);
@@ -284,8 +295,8 @@ static void send_job(tenant *t, job *j)
     /* A job that waited so long (the endpoint was slower than the rate)
      * that its lease would run out mid-request goes back instead: once the
      * lease is gone another worker may claim and send it too. */
-    int64_t lease_local = j->lease - t->worker->clock_offset_us;
-    if (sl_worker_now_us() + t->config->timeout_ms * 1000 >= lease_local) {
+    int64_t lease_local = j->lease - t->env->clock.offset_us;
+    if (sl_claim_lease_too_short(lease_local, t->config->timeout_ms * 1000, sl_realtime_us())) {
         release_job(t, j);
         return;
     }
@@ -315,24 +326,21 @@ static void send_job(tenant *t, job *j)
         .timeout_ms = t->config->timeout_ms,
     };
     link_flying(t, j);
-    if (!sl_http_send(t->worker->http, &request, on_delivered, j)) {
+    if (!sl_http_send(t->env->http, &request, on_delivered, j)) {
         unlink_flying(t, j);
         SL_LOG(SL_LOG_ERROR, "msg=\"cannot start an HTTP request\" tenant=%s", t->name);
         release_job(t, j);
     }
 }
 
-/* A job leaves at its slot (timers may fire a hair early) and as the pace allows (exactly). */
 static bool head_may_leave(const tenant *t, int64_t now)
 {
-    return t->head->send_at_us <= now + SEND_EARLY_US &&
-           sl_pace_allows_at(&t->pace, t->interval_us) <= now;
+    return sl_departure_allowed(t->head->send_at_us, &t->pace, t->interval_us, now);
 }
 
 static int64_t head_departure(const tenant *t)
 {
-    int64_t pace = sl_pace_allows_at(&t->pace, t->interval_us);
-    return t->head->send_at_us > pace ? t->head->send_at_us : pace;
+    return sl_departure_at(t->head->send_at_us, &t->pace, t->interval_us);
 }
 
 /* Before the job leaves the waiting list: the pace reads the head's slot. */
@@ -346,8 +354,8 @@ static void note_departure(tenant *t, const job *j, int64_t now)
  * clock (as best this host knows it), and the departure on this host's. */
 static void trace_departure(const tenant *t, const job *j, int64_t now)
 {
-    int64_t offset = t->worker->clock_offset_us;
-    fprintf(t->worker->trace, "%s\t%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\n", t->name, j->id,
+    int64_t offset = t->env->clock.offset_us;
+    fprintf(t->env->trace, "%s\t%s\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\n", t->name, j->id,
             j->send_at_us + offset, now + offset, now);
 }
 
@@ -356,23 +364,19 @@ static void trace_departure(const tenant *t, const job *j, int64_t now)
 static void release_due(tenant *t)
 {
     size_t concurrency = (size_t)t->config->concurrency;
-    int64_t now = sl_worker_now_us();
+    int64_t now = sl_realtime_us();
     while (t->head && t->in_flight < concurrency && head_may_leave(t, now)) {
         note_departure(t, t->head, now);
-        if (t->worker->trace)
+        if (t->env->trace)
             trace_departure(t, t->head, now);
         send_job(t, pop_waiting(t));
-        now = sl_worker_now_us();
+        now = sl_realtime_us();
     }
     if (t->head && t->in_flight < concurrency)
         arm(t->release_timer, head_departure(t) - now);
-    /* Claim again while the schedule in Redis still runs ahead of now: a
-     * claim after its last slot restarts it at Redis's now, and the time
-     * between is lost to the rate. So when late departures leave many
-     * jobs waiting, claims still go by time (up to MAX_WAITING). Waiting
-     * jobs are in slot order: the tail's is the latest slot claimed. */
-    bool running_low = t->waiting < MAX_WAITING / 2 || t->tail->send_at_us - now < REFILL_US;
-    if (running_low && !evtimer_pending(t->claim_timer, NULL))
+    /* Waiting jobs are in slot order: the tail's is the latest slot claimed. */
+    int64_t latest_slot = t->tail ? t->tail->send_at_us : 0;
+    if (sl_claim_running_low(t->waiting, latest_slot, now) && !evtimer_pending(t->claim_timer, NULL))
         sl_tenant_claim(t);
 }
 
@@ -405,7 +409,7 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     j->tenant = t;
     j->lease = c->lease;
     j->attempts = c->attempts;
-    j->send_at_us = c->slot_us - t->worker->clock_offset_us;
+    j->send_at_us = c->slot_us - t->env->clock.offset_us;
     j->element_len = c->job_len;
     push_waiting(t, j);
 }
@@ -430,24 +434,24 @@ static void count_claim(tenant *t, const sl_claim_result *result)
 static void on_claim_reply(redisReply *reply, void *arg)
 {
     tenant *t = arg;
-    worker *w = t->worker;
+    sl_tenant_env *env = t->env;
     t->claim_outstanding = false;
     if (!reply)
         return; /* connection lost: sl_tenant_resume claims again */
     if (sl_redis_is_noscript(reply)) {
-        sl_redis_conn_reload_scripts(w->redis);
+        sl_redis_conn_reload_scripts(env->redis);
         return;
     }
-    int64_t received = sl_worker_now_us();
-    sl_claimed_job jobs[CLAIM_BATCH];
+    int64_t received = sl_realtime_us();
+    sl_claimed_job jobs[SL_CLAIM_BATCH];
     sl_claim_result result;
     char err[256];
-    if (!sl_claim_parse(reply, &result, jobs, CLAIM_BATCH, err, sizeof err)) {
+    if (!sl_claim_parse(reply, &result, jobs, SL_CLAIM_BATCH, err, sizeof err)) {
         SL_LOG(SL_LOG_ERROR, "msg=\"claim failed\" tenant=%s error=\"%s\"", t->name, err);
-        schedule_claim(t, RETRY_AFTER_ERROR_US);
+        schedule_claim(t, SL_CLAIM_RETRY_AFTER_ERROR_US);
         return;
     }
-    sl_worker_observe_clock(w, result.now_us, t->claim_sent_us, received);
+    sl_redis_clock_observe(&env->clock, result.now_us, t->claim_sent_us, received);
     count_claim(t, &result);
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i], result.now_us);
@@ -455,56 +459,49 @@ static void on_claim_reply(redisReply *reply, void *arg)
         SL_LOG(SL_LOG_INFO, "msg=\"expired leases returned\" tenant=%s jobs=%" PRId64, t->name,
                result.reaped);
 
-    if (w->draining) {
+    if (env->draining) {
         sl_tenant_drain(t);
         return;
     }
-    if (t->wake_pending) {
-        t->wake_pending = false;
-        t->idle_ms = IDLE_MIN_MS;
-        schedule_claim(t, 0);
-    } else if (result.job_count == 0 && result.next_us == 0) {
-        schedule_claim(t, t->idle_ms * 1000); /* idle: poll, backing off */
-        int64_t idle_max = w->notified ? IDLE_NOTIFIED_MAX_MS : IDLE_MAX_MS;
-        t->idle_ms = t->idle_ms * 2 > idle_max ? idle_max : t->idle_ms * 2;
-    } else {
-        t->idle_ms = IDLE_MIN_MS;
-        schedule_claim(t, result.next_us == 0 ? IDLE_MIN_MS * 1000 : result.next_us - result.now_us);
-    }
+    sl_claim_next next = sl_claim_after_reply(t->idle_ms, t->wake_pending, result.job_count,
+                                              result.next_us, result.now_us, env->notified);
+    t->wake_pending = false;
+    t->idle_ms = next.idle_ms;
+    schedule_claim(t, next.delay_us);
     release_due(t);
 }
 
-/* The endpoint cannot keep up (all concurrency busy, the head job overdue):
- * more claims would only make jobs wait under lease; they wait in the
- * queue instead, and claims resume as the backlog drains. */
+/* sl_claim_saturated, reading the clock only when it can matter: with all
+ * of concurrency busy. */
 static bool saturated(const tenant *t)
 {
-    return t->head && t->in_flight >= (size_t)t->config->concurrency &&
-           t->head->send_at_us + SATURATED_AFTER_US < sl_worker_now_us();
+    size_t concurrency = (size_t)t->config->concurrency;
+    return t->head && t->in_flight >= concurrency &&
+           sl_claim_saturated(t->in_flight, concurrency, t->head->send_at_us, sl_realtime_us());
 }
 
 void sl_tenant_claim(tenant *t)
 {
-    worker *w = t->worker;
-    const char *sha = sl_redis_conn_sha(w->redis, "claim");
-    if (t->claim_outstanding || w->draining || t->retired || !sha || t->waiting >= MAX_WAITING ||
-        !sl_worker_clock_ready(w) || saturated(t))
+    sl_tenant_env *env = t->env;
+    const char *sha = sl_redis_conn_sha(env->redis, "claim");
+    if (t->claim_outstanding || env->draining || t->retired || !sha ||
+        !sl_claim_has_room(t->waiting) || !sl_redis_clock_ready(&env->clock) || saturated(t))
         return;
     evtimer_del(t->claim_timer);
     char id_prefix[SL_CLAIM_ID_PREFIX_SIZE + 1];
-    sl_claim_id_prefix(sl_random_u64(&w->rng), id_prefix);
+    sl_claim_id_prefix(sl_random_u64(&env->rng), id_prefix);
     strcat(id_prefix, ".");
-    sl_claim_build(&w->claim_argv, sha, &t->claim, id_prefix);
-    const char **argv = sl_argv_finish(&w->claim_argv);
-    t->claim_sent_us = sl_worker_now_us();
-    if (argv && sl_redis_conn_send(w->redis, (int)w->claim_argv.count, argv,
-                                   w->claim_argv.lengths, on_claim_reply, t))
+    sl_claim_build(&env->claim_argv, sha, &t->claim, id_prefix);
+    const char **argv = sl_argv_finish(&env->claim_argv);
+    t->claim_sent_us = sl_realtime_us();
+    if (argv && sl_redis_conn_send(env->redis, (int)env->claim_argv.count, argv,
+                                   env->claim_argv.lengths, on_claim_reply, t))
         t->claim_outstanding = true;
 }
 
 void sl_tenant_wake(tenant *t)
 {
-    t->idle_ms = IDLE_MIN_MS;
+    t->idle_ms = SL_IDLE_MIN_MS;
     if (t->claim_outstanding)
         t->wake_pending = true;
     else if (!t->head) /* jobs still waiting: their slots come first anyway */
@@ -520,41 +517,11 @@ static void on_claim_timer(evutil_socket_t fd, short kind, void *arg)
 
 /* ---- lifecycle ---- */
 
-static int64_t clamp(int64_t v, int64_t low, int64_t high)
-{
-    return v < low ? low : v > high ? high : v;
-}
-
-/* How far ahead to claim: REFILL_US, which a claim reply has to arrive
- * before the jobs in hand run out (claiming only when they had, a stall
- * of this process or of Redis lost the schedule the time it lasted), then
- * LOOKAHEAD_INTERVALS intervals so that one claim serves many jobs; at
- * most 250 ms: slots already given keep the old rate after a reload, and
- * jobs already claimed wait out a pause, so this bounds how long either
- * takes to show. */
-static int64_t lookahead_us(int64_t rate_milli)
-{
-    int64_t lookahead = REFILL_US + LOOKAHEAD_INTERVALS * SL_JOB / rate_milli;
-    return lookahead < LOOKAHEAD_MAX_US ? lookahead : LOOKAHEAD_MAX_US;
-}
-
-/* How long outcomes gather before they are acked (at least: ack_added
- * also waits for BATCH_INTERVALS of them): BATCH_INTERVALS intervals,
- * within 2..100 ms. Longer would leave more delivered jobs to be
- * delivered again if this process died before acking them; and a 10 ms
- * floor was measured to make departures later at 100-10,000/s (up to 19 ms
- * at the p99 instead of under 1 ms, bench --only shaping), so fast tenants
- * keep acking every 2 ms. */
-static int64_t ack_delay_us(int64_t rate_milli)
-{
-    return clamp(BATCH_INTERVALS * SL_JOB / rate_milli, ACK_DELAY_MIN_US, ACK_DELAY_MAX_US);
-}
-
 /* Makes config the tenant's rules for its next claims and departures;
  * false (nothing changed) if out of memory. */
 static bool apply_rules(tenant *t, const sl_tenant_config *config)
 {
-    const sl_config *process = t->worker->config;
+    const sl_config *process = t->env->config;
     sl_claim_limit *limits = calloc(config->limit_count + 1, sizeof *limits);
     if (!limits)
         return false;
@@ -574,10 +541,10 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .overflow_dead_letter = config->overflow == SL_OVERFLOW_DEAD_LETTER,
         .raw = config->format == SL_FORMAT_RAW,
         .max_wait_us = config->max_wait_ms * 1000,
-        .lookahead_us = lookahead_us(config->rate_milli),
-        .refill_us = REFILL_US,
-        .lease_us = config->timeout_ms * 1000 + LEASE_MARGIN_US,
-        .batch = CLAIM_BATCH,
+        .lookahead_us = sl_claim_lookahead_us(config->rate_milli),
+        .refill_us = SL_CLAIM_REFILL_US,
+        .lease_us = sl_claim_lease_us(config->timeout_ms),
+        .batch = SL_CLAIM_BATCH,
         .limits = t->limits,
         .limit_count = config->limit_count,
     };
@@ -589,26 +556,25 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .allow_url_count = config->allow_url_count,
         .idempotency_header = config->idempotency_header,
     };
-    t->ack_delay_us = ack_delay_us(config->rate_milli);
-    t->interval_us = SL_JOB / config->rate_milli;
+    t->acks.delay_us = sl_ack_delay_us(config->rate_milli);
+    t->interval_us = sl_claim_interval_us(config->rate_milli);
     return true;
 }
 
-tenant *sl_tenant_new(worker *w, const char *name, const sl_tenant_config *config)
+tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_config *config)
 {
     tenant *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
-    t->worker = w;
+    t->env = env;
     snprintf(t->name, sizeof t->name, "%s", name);
     sl_tenant_metrics_init(&t->metrics);
-    sl_tenant_keys_init(&t->keys, w->config->prefix, t->name);
-    t->idle_ms = IDLE_MIN_MS;
-    sl_argv_init(&t->ack_filling);
-    sl_argv_init(&t->ack_sending);
-    t->claim_timer = evtimer_new(w->base, on_claim_timer, t);
-    t->release_timer = evtimer_new(w->base, on_release_timer, t);
-    t->ack_timer = evtimer_new(w->base, on_ack_timer, t);
+    sl_tenant_keys_init(&t->keys, env->config->prefix, t->name);
+    t->idle_ms = SL_IDLE_MIN_MS;
+    sl_ack_batch_init(&t->acks);
+    t->claim_timer = evtimer_new(env->base, on_claim_timer, t);
+    t->release_timer = evtimer_new(env->base, on_release_timer, t);
+    t->ack_timer = evtimer_new(env->base, on_ack_timer, t);
     if (!apply_rules(t, config) || !t->claim_timer || !t->release_timer || !t->ack_timer) {
         sl_tenant_free(t);
         return NULL;
@@ -653,8 +619,7 @@ void sl_tenant_free(tenant *t)
         event_free(t->release_timer);
     if (t->ack_timer)
         event_free(t->ack_timer);
-    sl_argv_free(&t->ack_filling);
-    sl_argv_free(&t->ack_sending);
+    sl_ack_batch_free(&t->acks);
     free(t->limits);
     sl_tenant_metrics_clear(&t->metrics);
     free(t);
@@ -663,7 +628,7 @@ void sl_tenant_free(tenant *t)
 void sl_tenant_resume(tenant *t)
 {
     ack_flush(t);
-    if (t->worker->draining)
+    if (t->env->draining)
         return;
     sl_tenant_claim(t);
     release_due(t);
@@ -690,6 +655,15 @@ void sl_tenant_release_in_flight(tenant *t)
 
 bool sl_tenant_idle(const tenant *t)
 {
-    return !t->head && t->in_flight == 0 && !t->claim_outstanding && !t->ack_outstanding &&
-           !t->ack_resend && t->ack_filling.count == 0;
+    return !t->head && t->in_flight == 0 && !t->claim_outstanding && sl_ack_batch_idle(&t->acks);
+}
+
+const char *sl_tenant_name(const tenant *t)
+{
+    return t->name;
+}
+
+const sl_tenant_metrics *sl_tenant_metrics_of(const tenant *t)
+{
+    return &t->metrics;
 }

@@ -3,57 +3,58 @@
  * pipeline). The main thread talks to it only through `command` and the
  * `wakeup` event (libevent is set up for threads by daemon.c). */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 
-#include "redis/keys.h"
+#include <event2/event.h>
+
 #include "base/log.h"
+#include "base/realtime.h"
+#include "daemon/redis_clock.h"
+#include "daemon/tenant.h"
 #include "daemon/worker.h"
-#include "daemon/worker_t.h"
+#include "daemon/worker_policy.h"
+#include "redis/keys.h"
+#include "redis/notify.h"
 
-#define DISCOVER_EVERY_MS 1000
-/* With keyspace notifications a push names its tenant at once, so the scan
- * is only a safety net (for pushes made while unsubscribed): every 30 s. */
-#define DISCOVER_NOTIFIED_EVERY_TICKS 30
+#define DISCOVER_EVERY_MS 1000 /* SL_DISCOVER_NOTIFIED_EVERY_TICKS: 30 s with notifications */
 #define DRAIN_CHECK_MS 10
-#define ACK_FLUSH_AFTER_GRACE_US 2000000 /* after the grace period, acks get this long */
-#define CLOCK_PROBES 3          /* TIME round trips after a connect, before claiming */
 #define CLOCK_PROBE_EVERY_MS 5000
 #define HEARTBEAT_MS 100
 
-int64_t sl_worker_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+enum worker_command { WORKER_RUN = 0, WORKER_DRAIN = SL_WORKER_DRAIN, WORKER_STOP = SL_WORKER_STOP };
 
-/* Like NTP: Redis read its clock somewhere within the round trip, so a
- * sample against the round trip's midpoint is off by at most half of it.
- * Of the last SL_CLOCK_SAMPLES samples the one with the shortest round trip
- * is trusted: a reply slowed by a busy moment never moves the estimate,
- * and old samples roll off, so drift between the clocks is followed. */
-void sl_worker_observe_clock(worker *w, int64_t redis_now_us, int64_t sent_us,
-                             int64_t received_us)
-{
-    w->sample_offset[w->sample_next] = redis_now_us - (sent_us + received_us) / 2;
-    w->sample_rtt[w->sample_next] = received_us - sent_us;
-    w->sample_next = (w->sample_next + 1) % SL_CLOCK_SAMPLES;
-    if (w->samples < SL_CLOCK_SAMPLES)
-        w->samples++;
-    int best = 0;
-    for (int i = 1; i < w->samples; i++)
-        if (w->sample_rtt[i] < w->sample_rtt[best])
-            best = i;
-    w->clock_offset_us = w->sample_offset[best];
-}
-
-bool sl_worker_clock_ready(const worker *w)
-{
-    return w->clock_probes >= CLOCK_PROBES;
-}
+struct worker {
+    int index;
+    int count;               /* workers in the process */
+    pthread_t thread;
+    sl_tenant_env env;       /* the loop, Redis, HTTP, clock... lent to the tenants */
+    sl_notify *notify;       /* keyspace notifications, when the server has them */
+    struct event *wakeup;    /* the main thread activates it after setting command */
+    struct event *reload;    /* ... and this one after setting pending_config */
+    _Atomic(const sl_config *) pending_config;
+    atomic_int command;
+    atomic_uint heartbeat;   /* bumped by the loop: the watchdog sees it alive */
+    struct event *heartbeat_timer;
+    /* Held while tenants is changed here and while a scrape reads it. */
+    pthread_mutex_t tenants_lock;
+    tenant **tenants;
+    size_t tenant_count, tenant_capacity;
+    atomic_bool redis_ready; /* connected, scripts loaded: for /readyz */
+    sl_redis_metrics redis_metrics;
+    struct event *discover_timer;
+    unsigned discover_ticks; /* discovery timer ticks, to scan less often when notified */
+    struct event *drain_timer;
+    int64_t drain_deadline_us;
+    sl_argv scan_argv;
+    struct event *clock_timer;
+    bool scanning;
+    char scan_cursor[32];
+    int exit_code;
+};
 
 static uint32_t name_hash(const char *name)
 {
@@ -71,7 +72,7 @@ int sl_worker_for_tenant(const char *name, int worker_count)
 static tenant *find_tenant(const worker *w, const char *name)
 {
     for (size_t i = 0; i < w->tenant_count; i++)
-        if (strcmp(w->tenants[i]->name, name) == 0)
+        if (strcmp(sl_tenant_name(w->tenants[i]), name) == 0)
             return w->tenants[i];
     return NULL;
 }
@@ -90,7 +91,7 @@ static tenant *add_tenant(worker *w, const char *name, const sl_tenant_config *c
         if (!bigger)
             return NULL;
     }
-    tenant *t = sl_tenant_new(w, name, config);
+    tenant *t = sl_tenant_new(&w->env, name, config);
     if (!t) {
         SL_LOG(SL_LOG_ERROR, "msg=\"out of memory adding a tenant\" tenant=%s", name);
         return NULL;
@@ -121,11 +122,11 @@ static void on_scan_reply(redisReply *reply, void *arg)
     for (size_t i = 0; i < keys->elements; i++) {
         char name[SL_TENANT_NAME_MAX + 1];
         if (!sl_tenant_from_queue_key(keys->element[i]->str, keys->element[i]->len,
-                                      w->config->prefix, name, sizeof name))
+                                      w->env.config->prefix, name, sizeof name))
             continue;
         if (sl_worker_for_tenant(name, w->count) != w->index || find_tenant(w, name))
             continue;
-        const sl_tenant_config *config = sl_config_tenant_for(w->config, name);
+        const sl_tenant_config *config = sl_config_tenant_for(w->env.config, name);
         if (!config)
             continue;
         tenant *t = add_tenant(w, name, config);
@@ -134,14 +135,14 @@ static void on_scan_reply(redisReply *reply, void *arg)
             sl_tenant_claim(t);
         }
     }
-    if (strcmp(w->scan_cursor, "0") != 0 && !w->draining)
+    if (strcmp(w->scan_cursor, "0") != 0 && !w->env.draining)
         scan_page(w);
 }
 
 static void scan_page(worker *w)
 {
     char pattern[SL_KEY_MAX];
-    snprintf(pattern, sizeof pattern, "%s:{*}:queue", w->config->prefix);
+    snprintf(pattern, sizeof pattern, "%s:{*}:queue", w->env.config->prefix);
     sl_argv_reset(&w->scan_argv);
     sl_argv_add_str(&w->scan_argv, "SCAN");
     sl_argv_add_str(&w->scan_argv, w->scan_cursor);
@@ -150,7 +151,7 @@ static void scan_page(worker *w)
     sl_argv_add_str(&w->scan_argv, "COUNT");
     sl_argv_add_str(&w->scan_argv, "1000");
     const char **argv = sl_argv_finish(&w->scan_argv);
-    if (argv && sl_redis_conn_send(w->redis, (int)w->scan_argv.count, argv, w->scan_argv.lengths,
+    if (argv && sl_redis_conn_send(w->env.redis, (int)w->scan_argv.count, argv, w->scan_argv.lengths,
                                    on_scan_reply, w))
         w->scanning = true;
 }
@@ -160,9 +161,9 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    if (w->notified && ++w->discover_ticks % DISCOVER_NOTIFIED_EVERY_TICKS != 0)
+    if (!sl_discover_on_tick(&w->discover_ticks, w->env.notified))
         return;
-    if (!w->scanning && !w->draining && sl_redis_conn_ready(w->redis))
+    if (!w->scanning && !w->env.draining && sl_redis_conn_ready(w->env.redis))
         scan_page(w);
 }
 
@@ -171,14 +172,14 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
 static void on_push(void *arg, const char *name)
 {
     worker *w = arg;
-    if (w->draining || sl_worker_for_tenant(name, w->count) != w->index)
+    if (w->env.draining || sl_worker_for_tenant(name, w->count) != w->index)
         return;
     tenant *t = find_tenant(w, name);
     if (t) {
         sl_tenant_wake(t);
         return;
     }
-    const sl_tenant_config *config = sl_config_tenant_for(w->config, name);
+    const sl_tenant_config *config = sl_config_tenant_for(w->env.config, name);
     if (config && (t = add_tenant(w, name, config))) {
         SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
         sl_tenant_claim(t);
@@ -188,14 +189,14 @@ static void on_push(void *arg, const char *name)
 static void on_notify_state(void *arg, bool active)
 {
     worker *w = arg;
-    w->notified = active;
+    w->env.notified = active;
     /* Unsubscribed: pushes may go unseen, so poll every tenant again soon.
      * Subscribed (again): pushes made just before it went unseen, so look
      * once more at every tenant, and scan at the next tick. */
     for (size_t i = 0; i < w->tenant_count; i++)
         sl_tenant_wake(w->tenants[i]);
     if (active)
-        w->discover_ticks = DISCOVER_NOTIFIED_EVERY_TICKS - 1;
+        w->discover_ticks = sl_discover_next_tick();
 }
 
 /* ---- readiness, drain, stop ---- */
@@ -211,16 +212,20 @@ static void on_time_reply(redisReply *reply, void *arg)
 {
     clock_probe *probe = arg;
     worker *w = probe->w;
-    int64_t received = sl_worker_now_us();
+    int64_t received = sl_realtime_us();
     if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2) {
         int64_t redis_now = strtoll(reply->element[0]->str, NULL, 10) * 1000000 +
                             strtoll(reply->element[1]->str, NULL, 10);
-        sl_worker_observe_clock(w, redis_now, probe->sent_us, received);
-        if (++w->clock_probes == CLOCK_PROBES) {
+        switch (sl_redis_clock_probe_answered(&w->env.clock, redis_now, probe->sent_us, received)) {
+        case SL_CLOCK_BECAME_READY:
             for (size_t i = 0; i < w->tenant_count; i++)
                 sl_tenant_resume(w->tenants[i]);
-        } else if (w->clock_probes < CLOCK_PROBES) {
+            break;
+        case SL_CLOCK_PROBE_AGAIN:
             send_clock_probe(w);
+            break;
+        case SL_CLOCK_STEADY:
+            break;
         }
     }
     free(probe);
@@ -232,9 +237,9 @@ static void send_clock_probe(worker *w)
     if (!probe)
         return;
     probe->w = w;
-    probe->sent_us = sl_worker_now_us();
+    probe->sent_us = sl_realtime_us();
     const char *argv[] = {"TIME"};
-    if (!sl_redis_conn_send(w->redis, 1, argv, NULL, on_time_reply, probe))
+    if (!sl_redis_conn_send(w->env.redis, 1, argv, NULL, on_time_reply, probe))
         free(probe);
 }
 
@@ -244,7 +249,7 @@ static void on_clock_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    if (sl_redis_conn_ready(w->redis) && sl_worker_clock_ready(w))
+    if (sl_redis_conn_ready(w->env.redis) && sl_redis_clock_ready(&w->env.clock))
         send_clock_probe(w);
 }
 
@@ -255,7 +260,7 @@ static void on_redis_ready(void *arg, bool ready)
     if (!ready)
         return; /* replies come back NULL; work resumes when ready again */
     /* Measure the clock before anything departs; tenants resume after. */
-    w->clock_probes = 0;
+    sl_redis_clock_restart(&w->env.clock);
     send_clock_probe(w);
 }
 
@@ -272,33 +277,34 @@ static void on_drain_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    int64_t now = sl_worker_now_us();
-    if (all_idle(w) && !w->scanning) {
-        event_base_loopbreak(w->base);
+    sl_drain_verdict v = sl_drain_check(all_idle(w) && !w->scanning, w->env.http != NULL,
+                                        w->drain_deadline_us, sl_realtime_us());
+    if (v.done) {
+        event_base_loopbreak(w->env.base);
         return;
     }
-    if (w->http && now > w->drain_deadline_us) {
+    if (v.hand_back) {
         SL_LOG(SL_LOG_WARNING, "msg=\"grace period over: handing back deliveries in flight\" worker=%d",
                w->index);
-        sl_http_client_free(w->http); /* cancels the transfers */
-        w->http = NULL;
+        sl_http_client_free(w->env.http); /* cancels the transfers */
+        w->env.http = NULL;
         for (size_t i = 0; i < w->tenant_count; i++)
             sl_tenant_release_in_flight(w->tenants[i]);
     }
-    if (now > w->drain_deadline_us + ACK_FLUSH_AFTER_GRACE_US) {
+    if (v.give_up) {
         SL_LOG(SL_LOG_WARNING, "msg=\"acks not confirmed at exit; their leases will expire\" worker=%d",
                w->index);
         w->exit_code = 1;
-        event_base_loopbreak(w->base);
+        event_base_loopbreak(w->env.base);
     }
 }
 
 static void start_drain(worker *w)
 {
-    if (w->draining)
+    if (w->env.draining)
         return;
-    w->draining = true;
-    w->drain_deadline_us = sl_worker_now_us() + w->config->grace_ms * 1000;
+    w->env.draining = true;
+    w->drain_deadline_us = sl_realtime_us() + w->env.config->grace_ms * 1000;
     sl_notify_free(w->notify); /* no more wake-ups: nothing new is claimed */
     w->notify = NULL;
     evtimer_del(w->discover_timer);
@@ -317,7 +323,7 @@ static void on_wakeup(evutil_socket_t fd, short kind, void *arg)
     if (command == WORKER_DRAIN)
         start_drain(w);
     else if (command == WORKER_STOP)
-        event_base_loopbreak(w->base);
+        event_base_loopbreak(w->env.base);
 }
 
 /* ---- reload ---- */
@@ -328,8 +334,8 @@ static void on_wakeup(evutil_socket_t fd, short kind, void *arg)
 static bool add_listed_tenants(worker *w, bool claim)
 {
     bool all = true;
-    for (size_t i = 0; i < w->config->tenant_count; i++) {
-        const sl_tenant_config *config = &w->config->tenants[i];
+    for (size_t i = 0; i < w->env.config->tenant_count; i++) {
+        const sl_tenant_config *config = &w->env.config->tenants[i];
         if (sl_worker_for_tenant(config->name, w->count) != w->index || find_tenant(w, config->name))
             continue;
         tenant *t = add_tenant(w, config->name, config);
@@ -352,21 +358,21 @@ static void on_reload(evutil_socket_t fd, short kind, void *arg)
     const sl_config *config = atomic_exchange(&w->pending_config, NULL);
     if (!config)
         return;
-    w->config = config;
+    w->env.config = config;
     for (size_t i = 0; i < w->tenant_count; i++) {
         tenant *t = w->tenants[i];
-        const sl_tenant_config *rules = sl_config_tenant_for(config, t->name);
+        const sl_tenant_config *rules = sl_config_tenant_for(config, sl_tenant_name(t));
         if (!rules) {
             SL_LOG(SL_LOG_WARNING, "msg=\"tenant no longer configured: not claiming its jobs, which stay queued\" tenant=%s",
-                   t->name);
+                   sl_tenant_name(t));
             sl_tenant_retire(t);
         } else if (!sl_tenant_reconfigure(t, rules)) {
             SL_LOG(SL_LOG_ERROR, "msg=\"out of memory applying the new configuration; the tenant keeps its old rules\" tenant=%s",
-                   t->name);
+                   sl_tenant_name(t));
         }
     }
-    (void)add_listed_tenants(w, !w->draining);
-    if (config->template_tenant && !w->draining && !evtimer_pending(w->discover_timer, NULL)) {
+    (void)add_listed_tenants(w, !w->env.draining);
+    if (config->template_tenant && !w->env.draining && !evtimer_pending(w->discover_timer, NULL)) {
         struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
         event_add(w->discover_timer, &every);
     }
@@ -398,7 +404,7 @@ void sl_worker_unlock_tenants(worker *w)
 size_t sl_worker_tenant_views(worker *w, sl_tenant_view *out, size_t max)
 {
     for (size_t i = 0; i < w->tenant_count && i < max; i++)
-        out[i] = (sl_tenant_view){w->tenants[i]->name, &w->tenants[i]->metrics};
+        out[i] = (sl_tenant_view){sl_tenant_name(w->tenants[i]), sl_tenant_metrics_of(w->tenants[i])};
     return w->tenant_count;
 }
 
@@ -427,8 +433,8 @@ static void worker_cleanup(worker *w)
 {
     sl_notify_free(w->notify);
     w->notify = NULL;
-    sl_redis_conn_free(w->redis); /* pending callbacks see NULL replies */
-    w->redis = NULL;
+    sl_redis_conn_free(w->env.redis); /* pending callbacks see NULL replies */
+    w->env.redis = NULL;
     atomic_store(&w->redis_ready, false);
     pthread_mutex_lock(&w->tenants_lock);
     for (size_t i = 0; i < w->tenant_count; i++)
@@ -437,8 +443,8 @@ static void worker_cleanup(worker *w)
     w->tenants = NULL;
     w->tenant_count = 0;
     pthread_mutex_unlock(&w->tenants_lock);
-    sl_http_client_free(w->http);
-    w->http = NULL;
+    sl_http_client_free(w->env.http);
+    w->env.http = NULL;
     if (w->discover_timer)
         event_free(w->discover_timer);
     if (w->drain_timer)
@@ -447,25 +453,25 @@ static void worker_cleanup(worker *w)
         event_free(w->clock_timer);
     if (w->heartbeat_timer)
         event_free(w->heartbeat_timer);
-    sl_argv_free(&w->claim_argv);
+    sl_argv_free(&w->env.claim_argv);
     sl_argv_free(&w->scan_argv);
 }
 
 static bool worker_setup(worker *w)
 {
     char err[256];
-    w->http = sl_http_client_new(w->base, err, sizeof err);
-    if (!w->http) {
+    w->env.http = sl_http_client_new(w->env.base, err, sizeof err);
+    if (!w->env.http) {
         SL_LOG(SL_LOG_ERROR, "msg=\"%s\" worker=%d", err, w->index);
         return false;
     }
-    sl_argv_init(&w->claim_argv);
+    sl_argv_init(&w->env.claim_argv);
     sl_argv_init(&w->scan_argv);
     snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
-    w->discover_timer = event_new(w->base, -1, EV_PERSIST, on_discover_timer, w);
-    w->drain_timer = event_new(w->base, -1, EV_PERSIST, on_drain_timer, w);
-    w->clock_timer = event_new(w->base, -1, EV_PERSIST, on_clock_timer, w);
-    w->heartbeat_timer = event_new(w->base, -1, EV_PERSIST, on_heartbeat, w);
+    w->discover_timer = event_new(w->env.base, -1, EV_PERSIST, on_discover_timer, w);
+    w->drain_timer = event_new(w->env.base, -1, EV_PERSIST, on_drain_timer, w);
+    w->clock_timer = event_new(w->env.base, -1, EV_PERSIST, on_clock_timer, w);
+    w->heartbeat_timer = event_new(w->env.base, -1, EV_PERSIST, on_heartbeat, w);
     if (!w->discover_timer || !w->drain_timer || !w->clock_timer || !w->heartbeat_timer)
         return false;
     struct timeval beat = {0, HEARTBEAT_MS * 1000};
@@ -474,14 +480,14 @@ static bool worker_setup(worker *w)
     event_add(w->clock_timer, &probe_every);
     if (!add_listed_tenants(w, false))
         return false;
-    if (w->config->template_tenant) {
+    if (w->env.config->template_tenant) {
         struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
         event_add(w->discover_timer, &every);
     }
-    w->redis = sl_redis_conn_new(w->base, &w->config->redis, &w->redis_metrics, on_redis_ready, w);
-    w->notify = sl_notify_new(w->base, &w->config->redis, w->config->prefix, on_push,
+    w->env.redis = sl_redis_conn_new(w->env.base, &w->env.config->redis, &w->redis_metrics, on_redis_ready, w);
+    w->notify = sl_notify_new(w->env.base, &w->env.config->redis, w->env.config->prefix, on_push,
                               on_notify_state, w);
-    return w->redis && w->notify;
+    return w->env.redis && w->notify;
 }
 
 int sl_worker_run(worker *w)
@@ -496,7 +502,7 @@ int sl_worker_run(worker *w)
         return 1;
     }
     SL_LOG(SL_LOG_INFO, "msg=\"worker started\" worker=%d tenants=%zu", w->index, w->tenant_count);
-    event_base_dispatch(w->base);
+    event_base_dispatch(w->env.base);
     worker_cleanup(w);
     return w->exit_code;
 }
@@ -506,11 +512,11 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
     worker *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    w->config = config;
+    w->env.config = config;
     w->index = index;
     w->count = count;
-    w->rng = seed | 1;
-    w->trace = trace;
+    w->env.rng = seed | 1;
+    w->env.trace = trace;
     atomic_init(&w->command, WORKER_RUN);
     atomic_init(&w->heartbeat, 0);
     atomic_init(&w->redis_ready, false);
@@ -525,14 +531,14 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
          * (Safe because both HTTP clients close sockets a turn late:
          * close_later.h.) */
         event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-        w->base = event_base_new_with_config(ec);
+        w->env.base = event_base_new_with_config(ec);
         event_config_free(ec);
     }
-    if (w->base) {
-        w->wakeup = event_new(w->base, -1, 0, on_wakeup, w);
-        w->reload = event_new(w->base, -1, 0, on_reload, w);
+    if (w->env.base) {
+        w->wakeup = event_new(w->env.base, -1, 0, on_wakeup, w);
+        w->reload = event_new(w->env.base, -1, 0, on_reload, w);
     }
-    if (!w->base || !w->wakeup || !w->reload) {
+    if (!w->env.base || !w->wakeup || !w->reload) {
         sl_worker_free(w);
         return NULL;
     }
@@ -547,8 +553,8 @@ void sl_worker_free(worker *w)
         event_free(w->wakeup);
     if (w->reload)
         event_free(w->reload);
-    if (w->base)
-        event_base_free(w->base);
+    if (w->env.base)
+        event_base_free(w->env.base);
     pthread_mutex_destroy(&w->tenants_lock);
     free(w);
 }

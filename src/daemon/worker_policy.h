@@ -1,0 +1,41 @@
+/* worker_policy.h - a worker thread's own decisions, apart from its
+ * tenants': when a drain is over (or given up), and which ticks of the
+ * discovery timer scan Redis for new tenants.
+ * Pure: times are passed in (microseconds, this host's CLOCK_REALTIME). */
+#ifndef SLUICE_WORKER_POLICY_H
+#define SLUICE_WORKER_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* After the grace period, acks get this long to be confirmed: a busy
+ * Redis answers within it, and a dead one is not worth waiting for
+ * (leases expire and the jobs are claimed again). */
+#define SL_ACK_FLUSH_AFTER_GRACE_US 2000000
+/* With keyspace notifications a push names its tenant at once, so the
+ * scan is only a safety net (for pushes made while unsubscribed): every
+ * 30 ticks of the discovery timer. */
+#define SL_DISCOVER_NOTIFIED_EVERY_TICKS 30
+
+/* What a drain does at one check. */
+typedef struct sl_drain_verdict {
+    bool done;      /* nothing under way: the loop may end, exit code 0 */
+    bool hand_back; /* the grace period is over: free the HTTP client and
+                       hand back the deliveries in flight */
+    bool give_up;   /* the acks' extra time is over too: end, exit code 1 */
+} sl_drain_verdict;
+
+/* A drain check at now_us, with the grace period ending at deadline_us:
+ * idle (no tenant holds a job or an ack, no scan is out), http_alive (the
+ * HTTP client not yet freed). */
+sl_drain_verdict sl_drain_check(bool idle, bool http_alive, int64_t deadline_us, int64_t now_us);
+
+/* A tick of the discovery timer: whether to scan now. *ticks counts the
+ * ticks seen while notified (advanced here); without notifications every
+ * tick scans. */
+bool sl_discover_on_tick(unsigned *ticks, bool notified);
+/* The tick count that makes the next tick scan (notifications came on
+ * again: pushes made meanwhile went unseen). */
+unsigned sl_discover_next_tick(void);
+
+#endif
