@@ -72,6 +72,19 @@ Test(url_policy, encoded_separators_before_the_query)
     path_is("/a?x=%2f", NULL);
 }
 
+/* Issue 13: "%00" in a job's path was accepted and sent. */
+Test(url_policy, an_encoded_nul_is_refused_in_path_and_query)
+{
+    static const char NUL[] = "must not contain an encoded NUL (%00)";
+    path_is("/a%00b", NUL);
+    path_is("/a?x=%00", NUL);
+    path_is("/%00", NUL);
+    path_is("/a%2500", NULL); /* "%00" only after one decoding */
+    path_is("/a%0", NULL);
+    url_is("https://a.example/v1/x%00", NUL);
+    url_is("https://a.example/v1/x?y=%00", NUL);
+}
+
 Test(url_policy, text_is_printable_ascii_without_fragment_or_backslash)
 {
     path_is("/a b", TEXT);

@@ -235,6 +235,22 @@ static sl_job_status copy_headers(const ctx *c, const cJSON *headers, const char
     return SL_JOB_OK;
 }
 
+/* The bytes of every header's name and string value: what a request would
+ * carry. A downstream (and every proxy before it) refuses a head much
+ * larger than this, so a job over the bound could never be delivered. */
+static size_t header_bytes(const cJSON *headers)
+{
+    size_t bytes = 0;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, headers)
+    {
+        bytes += strlen(h->string);
+        if (cJSON_IsString(h))
+            bytes += strlen(h->valuestring);
+    }
+    return bytes;
+}
+
 /* The job's own headers: tokens, none the transport or the idempotency
  * key depends on, no control characters, none twice; values trimmed. */
 static sl_job_status parse_headers(const ctx *c, const cJSON *headers, const char *idem,
@@ -246,6 +262,13 @@ static sl_job_status parse_headers(const ctx *c, const cJSON *headers, const cha
     size_t n = (size_t)cJSON_GetArraySize(headers);
     if (n == 0)
         return SL_JOB_OK;
+    if (n > SL_JOB_HEADERS_MAX)
+        return fail(c, SL_JOB_BAD_HEADER, out, "headers: %zu of them, more than %d", n,
+                    SL_JOB_HEADERS_MAX);
+    size_t bytes = header_bytes(headers);
+    if (bytes > SL_JOB_HEADER_BYTES_MAX)
+        return fail(c, SL_JOB_BAD_HEADER, out, "headers: %zu bytes of names and values, more than %zu",
+                    bytes, SL_JOB_HEADER_BYTES_MAX);
     out->headers = calloc(n, sizeof *out->headers);
     bool *repeat = calloc(n, sizeof *repeat);
     sl_job_status st;

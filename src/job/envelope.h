@@ -61,6 +61,8 @@
 
 #define SL_JOB_MAX_BYTES_DEFAULT ((size_t)1 << 20) /* 1 MiB */
 #define SL_JOB_ID_MAX 200
+#define SL_JOB_HEADERS_MAX 100                   /* a job's own headers */
+#define SL_JOB_HEADER_BYTES_MAX ((size_t)64 << 10) /* their names and values */
 
 typedef enum {
     SL_JOB_OK,

@@ -24,6 +24,11 @@ static const char *url_text_error(const char *s, size_t path_start)
         if (ch == '#')
             return "must not contain a fragment ('#')";
     }
+    /* An encoded NUL, in the path or the query, ends a string early in a
+     * downstream written in C, or in the log line that quotes it. */
+    for (const char *p = s + path_start; (p = strchr(p, '%')) != NULL; p++)
+        if (strncmp(p, "%00", 3) == 0)
+            return "must not contain an encoded NUL (%00)";
     size_t end = path_start + strcspn(s + path_start, "?");
     /* An encoded slash can become a separator in a downstream that
      * decodes before routing. */
