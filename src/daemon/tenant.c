@@ -578,6 +578,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .refill_us = REFILL_US,
         .lease_us = config->timeout_ms * 1000 + LEASE_MARGIN_US,
         .batch = CLAIM_BATCH,
+        .max_job_bytes = config->max_job_bytes,
         .limits = t->limits,
         .limit_count = config->limit_count,
     };

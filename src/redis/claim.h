@@ -35,6 +35,8 @@ typedef struct sl_claim_params {
     int64_t refill_us;    /* claim again when the next slot is this near */
     int64_t lease_us;     /* a claimed job is reclaimable after slot + lease */
     int batch;            /* most jobs per call */
+    int64_t max_job_bytes; /* larger jobs are dead-lettered too_large; 0: SL_JOB_MAX_BYTES_DEFAULT */
+    int64_t now_us;       /* the claim's time; 0: Redis's clock (tests pass one) */
     const sl_claim_limit *limits;
     size_t limit_count;
 } sl_claim_params;
