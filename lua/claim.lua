@@ -42,8 +42,11 @@ seen at the t of the first checkpoint with n > k. A claim adds one only
 when the queue holds jobs no checkpoint covers; at most SEEN_MAX are
 kept, by dropping the one whose jobs lose least by taking the next one's
 later time, so a job's first_seen can come out later than its push's
-first sighting, never earlier: max_wait never expires a job early. While
-`seen` is non-empty the shape hash does not expire.
+first sighting, never earlier: max_wait never expires a job early. (That
+needs jobs to leave the queue only through this script: the counts do
+not know a job removed by hand between two claims. Jobs dropped inside a
+claim, by overflow, are accounted for.) While `seen` is non-empty the
+shape hash does not expire.
 
 Records in `jobs`: see lua/job_record.lua. Expired
 leases (a worker died) go to `retry`, due now: retries are claimed before
@@ -138,15 +141,15 @@ end
 
 -- ---- When queued jobs were first seen (max_wait_us; see the header) ----
 
--- The checkpoints as stored, a list of {n, t}, and whether any were.
+-- The checkpoints as stored, a list of {n, t}, and the field's text
+-- (false when absent).
 local function seen_load()
   local text = redis.call('HGET', K_SHAPE, 'seen')
   local checkpoints = {}
-  if not text then return checkpoints, false end
-  for n, at in string.gmatch(text, '(%d+):(%d+)') do
+  for n, at in string.gmatch(text or '', '(%d+):(%d+)') do
     checkpoints[#checkpoints + 1] = {n = tonumber(n), t = tonumber(at)}
   end
-  return checkpoints, true
+  return checkpoints, text
 end
 
 -- The checkpoints once this claim, at now, saw queue_len jobs queued. None
@@ -179,18 +182,22 @@ local function seen_at(checkpoints, k)
   return now -- not reached: this claim's checkpoint covers the whole queue
 end
 
--- Stores the checkpoints once `taken` jobs left the head of the queue.
--- While any are left the shape hash must not expire; when none are, it
--- expires as the schedule (next_free) would (shaping_store).
-local function seen_store(checkpoints, taken, had_any, next_free)
+-- Stores the checkpoints once `taken` jobs left the head of the queue,
+-- writing only what changed. While any are left the shape hash must not
+-- expire (shaping_store, when the schedule was stored, set an expiry);
+-- when none are, it expires as the schedule (next_free) would. (A pause
+-- in ack.lua sets an expiry too: if no claim comes before it, the
+-- checkpoints are lost and the queue is seen afresh, later.)
+local function seen_store(checkpoints, taken, stored_text, schedule_stored, next_free)
   local left = {}
   for _, c in ipairs(checkpoints) do
     if c.n > taken then left[#left + 1] = fmt(c.n - taken) .. ':' .. fmt(c.t) end
   end
+  local text = table.concat(left, ',')
   if #left > 0 then
-    redis.call('HSET', K_SHAPE, 'seen', table.concat(left, ','))
-    redis.call('PERSIST', K_SHAPE)
-  elseif had_any then
+    if text ~= stored_text then redis.call('HSET', K_SHAPE, 'seen', text) end
+    if schedule_stored or not stored_text then redis.call('PERSIST', K_SHAPE) end
+  elseif stored_text then
     redis.call('HDEL', K_SHAPE, 'seen')
     redis.call('PEXPIREAT', K_SHAPE, fmt(ceildiv(next_free, 1000)))
   end
@@ -209,7 +216,7 @@ end
 local reaped = reap_expired_leases()
 local queue_len = redis.call('LLEN', K_QUEUE)
 if overflow_dead_letter then queue_len = drop_overflow(queue_len) end
-local seen_stored, had_seen = seen_load()
+local seen_stored, seen_text = seen_load()
 local seen = seen_note(seen_stored, queue_len)
 local queue_taken = 0 -- jobs dequeued from the head by this claim
 
@@ -392,7 +399,7 @@ end
 
 local next_us = claim_again_at(claim_batch())
 if shape_changed then shaping_store(K_SHAPE, shape) end
-seen_store(seen, queue_taken, had_seen, shape.next_free)
+seen_store(seen, queue_taken, seen_text, shape_changed, shape.next_free)
 
 local reply = {now, next_us, queue_len - queue_taken, reaped, dead_lettered, dead_reasons}
 for _, c in ipairs(claimed) do

@@ -806,8 +806,10 @@ Test(claim, max_wait_checkpoints_are_capped_and_only_ever_later)
         cr_assert_leq(c->first_seen[0], t0 + k * SEC);
         taken++;
         cr_assert_leq(stored_checkpoints(), 32, "claim %d", k);
-        if (k == 59)
+        if (k == 59) {
             cr_assert_eq(stored_checkpoints(), 32, "capped, not emptied");
+            cr_assert_eq(count("PTTL %s", keys.shape), -1, "kept while jobs wait");
+        }
         free(c);
     }
     cr_assert_eq(taken, pushed, "nothing lost");

@@ -48,7 +48,7 @@ typedef struct sl_claimed_job {
     int64_t slot_us;
     int64_t lease;        /* the lease token acks must present */
     int64_t attempts;     /* HTTP attempts made before this one */
-    int64_t first_seen_us;
+    int64_t first_seen_us; /* when a claim first saw it queued (max_wait counts from it) */
     const char *job;      /* the element as the producer pushed it */
     size_t job_len;
 } sl_claimed_job;
