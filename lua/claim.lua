@@ -13,8 +13,9 @@ ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
       4 max_wait_us (0: none)  5 lookahead_us  6 batch (most jobs to claim)
       7 lease_us (inflight deadline = slot + lease_us)  8 id_prefix (random,
       new for every call)  9 tenant  10 format ("envelope" | "raw")
-      11 refill_us (see next_us)
-      12 limit count, then 5 per limit: name, type, first, second, on_deny
+      11 refill_us (see next_us)  12 max_job_bytes (larger jobs are
+      dead-lettered `too_large`)  13 now_us (0: Redis TIME; tests pass one)
+      14 limit count, then 5 per limit: name, type, first, second, on_deny
       (first, second as the limit's script takes them; rates in milli-jobs/s)
 Reply {now_us, next_us, queue_len, reaped, dead_lettered,
        {reason, count, ...} (the dead letters by reason, in order of first use),
@@ -25,6 +26,27 @@ Reply {now_us, next_us, queue_len, reaped, dead_lettered,
       each claim then gathers lookahead - refill of jobs (claiming as soon
       as one slot came within reach took about one job per claim), and
       refill_us is the time a claim has to come back before the slot.
+      A reply holds at most REPLY_MAX_BYTES of jobs (or one larger job):
+      the rest waits for the next claim, at once.
+
+Oversize jobs: a job over max_job_bytes is dead-lettered `too_large`,
+whole, when it comes up; it never enters `jobs`, a reply or the worker.
+
+max_wait_us counts from when a claim first saw the job in the queue (a
+Redis list does not record when an element was pushed). Each claim notes
+a checkpoint {n, t}: the n oldest jobs of the queue were there at its time
+t. The checkpoints live in the shape hash's field `seen`, "n:t,n:t,..."
+with n and t increasing and n counted from the head of the queue as the
+claim leaves it. A job dequeued k-th from the head (k from 0) was first
+seen at the t of the first checkpoint with n > k. A claim adds one only
+when the queue holds jobs no checkpoint covers; at most SEEN_MAX are
+kept, by dropping the one whose jobs lose least by taking the next one's
+later time, so a job's first_seen can come out later than its push's
+first sighting, never earlier: max_wait never expires a job early. (That
+needs jobs to leave the queue only through this script: the counts do
+not know a job removed by hand between two claims. Jobs dropped inside a
+claim, by overflow, are accounted for.) While `seen` is non-empty the
+shape hash does not expire.
 
 Records in `jobs`: see lua/job_record.lua. Expired
 leases (a worker died) go to `retry`, due now: retries are claimed before
@@ -59,18 +81,24 @@ local max_wait_us, lookahead_us = tonumber(ARGV[4]), tonumber(ARGV[5])
 local batch, lease_us = tonumber(ARGV[6]), tonumber(ARGV[7])
 local id_prefix, tenant, envelope = ARGV[8], ARGV[9], ARGV[10] == 'envelope'
 local refill_us = math.min(tonumber(ARGV[11]), lookahead_us)
+local max_job_bytes = tonumber(ARGV[12])
+local REPLY_MAX_BYTES = 4 * 1024 * 1024 -- the jobs of one reply, unless one job is larger
+local SEEN_MAX = 32 -- checkpoints kept in the shape hash's `seen`
 
 local limits = {}
-for i = 1, tonumber(ARGV[12]) do
-  local at = 12 + (i - 1) * 5
+for i = 1, tonumber(ARGV[14]) do
+  local at = 14 + (i - 1) * 5
   local algorithm = ALGORITHMS[ARGV[at + 2]]
   if not algorithm then return redis.error_reply('ERR claim: unknown limit type ' .. tostring(ARGV[at + 2])) end
   limits[i] = {key = KEYS[6 + i], name = ARGV[at + 1], algorithm = algorithm,
     first = tonumber(ARGV[at + 3]), second = tonumber(ARGV[at + 4]), delay = ARGV[at + 5] ~= 'dead-letter'}
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = tonumber(ARGV[13])
+if now <= 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 local function fmt(n) return string.format('%d', n) end
 
 local dead_lettered, dead_reasons = 0, {}
@@ -98,12 +126,80 @@ local function reap_expired_leases()
 end
 
 -- The classic leaky bucket: what the bucket holds beyond capacity (queued,
--- retrying, claimed but not departed) is dropped, newest first.
-local function drop_overflow()
-  local level = redis.call('LLEN', K_QUEUE) + redis.call('ZCARD', K_RETRY)
+-- retrying, claimed but not departed) is dropped, newest first. Only queued
+-- jobs can go: retries and claimed jobs stay, so the excess dropped is at
+-- most the queue. Returns the queue's length after.
+local function drop_overflow(queue_len)
+  local level = queue_len + redis.call('ZCARD', K_RETRY)
     + redis.call('ZCOUNT', K_INFLIGHT, '(' .. fmt(now + lease_us), '+inf')
-  for _ = 1, math.min(level - capacity, 1000) do
+  local excess = math.min(level - capacity, queue_len, 1000)
+  for _ = 1, excess do
     dead_letter(redis.call('LPOP', K_QUEUE), 'overflow', 0, now, 'bucket over capacity ' .. capacity)
+  end
+  return queue_len - math.max(excess, 0)
+end
+
+-- ---- When queued jobs were first seen (max_wait_us; see the header) ----
+
+-- The checkpoints as stored, a list of {n, t}, and the field's text
+-- (false when absent).
+local function seen_load()
+  local text = redis.call('HGET', K_SHAPE, 'seen')
+  local checkpoints = {}
+  for n, at in string.gmatch(text or '', '(%d+):(%d+)') do
+    checkpoints[#checkpoints + 1] = {n = tonumber(n), t = tonumber(at)}
+  end
+  return checkpoints, text
+end
+
+-- The checkpoints once this claim, at now, saw queue_len jobs queued. None
+-- may count past the queue: jobs dropped from its newest end (overflow, or
+-- by hand) must not lend their time to later pushes.
+local function seen_note(checkpoints, queue_len)
+  local kept = {}
+  for _, c in ipairs(checkpoints) do
+    local n = math.min(c.n, queue_len)
+    if n > 0 and (#kept == 0 or n > kept[#kept].n) then kept[#kept + 1] = {n = n, t = c.t} end
+  end
+  if queue_len > 0 and (#kept == 0 or queue_len > kept[#kept].n) then
+    kept[#kept + 1] = {n = queue_len, t = now}
+  end
+  while #kept > SEEN_MAX do
+    local drop, gap = 1, nil -- the jobs of checkpoint `drop` get the next one's time
+    for i = 1, #kept - 1 do
+      if not gap or kept[i + 1].t - kept[i].t < gap then drop, gap = i, kept[i + 1].t - kept[i].t end
+    end
+    table.remove(kept, drop)
+  end
+  return kept
+end
+
+-- When the job dequeued k-th from the head (k from 0) was first seen.
+local function seen_at(checkpoints, k)
+  for _, c in ipairs(checkpoints) do
+    if c.n > k then return c.t end
+  end
+  return now -- not reached: this claim's checkpoint covers the whole queue
+end
+
+-- Stores the checkpoints once `taken` jobs left the head of the queue,
+-- writing only what changed. While any are left the shape hash must not
+-- expire (shaping_store, when the schedule was stored, set an expiry);
+-- when none are, it expires as the schedule (next_free) would. (A pause
+-- in ack.lua sets an expiry too: if no claim comes before it, the
+-- checkpoints are lost and the queue is seen afresh, later.)
+local function seen_store(checkpoints, taken, stored_text, schedule_stored, next_free)
+  local left = {}
+  for _, c in ipairs(checkpoints) do
+    if c.n > taken then left[#left + 1] = fmt(c.n - taken) .. ':' .. fmt(c.t) end
+  end
+  local text = table.concat(left, ',')
+  if #left > 0 then
+    if text ~= stored_text then redis.call('HSET', K_SHAPE, 'seen', text) end
+    if schedule_stored or not stored_text then redis.call('PERSIST', K_SHAPE) end
+  elseif stored_text then
+    redis.call('HDEL', K_SHAPE, 'seen')
+    redis.call('PEXPIREAT', K_SHAPE, fmt(ceildiv(next_free, 1000)))
   end
 end
 
@@ -118,7 +214,11 @@ local function job_deadline_us(job)
 end
 
 local reaped = reap_expired_leases()
-if overflow_dead_letter then drop_overflow() end
+local queue_len = redis.call('LLEN', K_QUEUE)
+if overflow_dead_letter then queue_len = drop_overflow(queue_len) end
+local seen_stored, seen_text = seen_load()
+local seen = seen_note(seen_stored, queue_len)
+local queue_taken = 0 -- jobs dequeued from the head by this claim
 
 local shape = shaping_load(K_SHAPE)
 local shape_changed = false
@@ -162,7 +262,7 @@ local function next_candidate()
   if retry_due and retry_due <= horizon then return retry_candidate(retry[1], retry_due) end
   local job = redis.call('LINDEX', K_QUEUE, -1)
   if not job then return nil, {reason = 'drained', at = retry_due} end
-  return {job = job, attempts = 0, first_seen = now, due = now}
+  return {job = job, attempts = 0, first_seen = seen_at(seen, queue_taken), due = now}
 end
 
 -- Every limit must pass at the slot; none commits unless all do. Returns
@@ -186,11 +286,13 @@ local function judge_limits(slot)
 end
 
 -- The candidate judged at its slot on the schedule. Returns a verdict
--- {kind = 'claim' | 'expired' | 'limit', slot, ...}, or nil and a stop:
+-- {kind = 'claim' | 'too_large' | 'expired' | 'limit', slot, ...} (an
+-- oversize job is judged before the schedule: it has no slot), or nil and a stop:
 -- 'full' (the schedule is at capacity, until a job fits), 'beyond' (the
 -- slot is past the lookahead) or 'held' (a delaying limit denied: the
 -- queue waits, in order, until it would pass).
 local function judge(c)
+  if #c.job > max_job_bytes then return {kind = 'too_large'} end
   local arrival = math.max(now, c.due)
   local allowed, _, wait_us, new_shape = shaping_decide(shape, schedule_capacity, rate_milli, arrival)
   if allowed == 0 then return nil, {reason = 'full', at = now + wait_us} end
@@ -207,9 +309,15 @@ local function judge(c)
   return {kind = 'claim', slot = slot, shape = new_shape, limit_states = limit_states}
 end
 
--- Takes the judged candidate off the retry set or the queue.
+-- Takes the judged candidate off the retry set or the queue (LTRIM, not
+-- RPOP: the job was read already, and may be large).
 local function dequeue(c)
-  if c.id then redis.call('ZREM', K_RETRY, c.id) else redis.call('RPOP', K_QUEUE) end
+  if c.id then
+    redis.call('ZREM', K_RETRY, c.id)
+  else
+    redis.call('LTRIM', K_QUEUE, 0, -2)
+    queue_taken = queue_taken + 1
+  end
 end
 
 -- Claims the candidate at its slot: the schedule and every limit advance,
@@ -230,11 +338,14 @@ local function commit(c, verdict)
   claimed[#claimed + 1] = {id, verdict.slot, lease, c.attempts, c.first_seen, c.job}
 end
 
--- Dead-letters the candidate: expired before its slot, or denied by a
--- limit that dead-letters. It consumes no slot and no limit.
+-- Dead-letters the candidate: over max_job_bytes, expired before its
+-- slot, or denied by a limit that dead-letters. It consumes no slot and no limit.
 local function reject(c, verdict)
   if c.id then redis.call('HDEL', K_JOBS, c.id) end
-  if verdict.kind == 'expired' then
+  if verdict.kind == 'too_large' then
+    dead_letter(c.job, 'too_large', c.attempts, c.first_seen,
+      string.format('job: %d bytes, over the limit of %d', #c.job, max_job_bytes), c.id)
+  elseif verdict.kind == 'expired' then
     dead_letter(c.job, 'expired', c.attempts, c.first_seen, 'deadline passed before the departure slot', c.id)
   else
     dead_letter(c.job, 'limit:' .. verdict.denied_by, c.attempts, c.first_seen,
@@ -242,16 +353,25 @@ local function reject(c, verdict)
   end
 end
 
--- Claims up to `batch` jobs, in order; returns the stop that ended the claim.
+-- Claims up to `batch` jobs, in order, and up to REPLY_MAX_BYTES of them
+-- (what the claim read, dead letters included, so an oversize job ends it
+-- too); returns the stop that ended the claim.
 local function claim_batch()
   if batch < 1 then return {reason = 'drained'} end -- nothing asked for: the reply says idle
+  local bytes = 0
   for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
     if #claimed >= batch then return {reason = 'batch'} end
+    if bytes >= REPLY_MAX_BYTES then return {reason = 'bytes'} end
     local candidate, drained = next_candidate()
     if drained then return drained end
     if candidate then
       local verdict, stop = judge(candidate)
       if stop then return stop end
+      -- A job that would take the reply past the bound waits, unless it is the first.
+      if verdict.kind ~= 'too_large' and bytes > 0 and bytes + #candidate.job > REPLY_MAX_BYTES then
+        return {reason = 'bytes'}
+      end
+      bytes = bytes + #candidate.job
       dequeue(candidate)
       if verdict.kind == 'claim' then commit(candidate, verdict) else reject(candidate, verdict) end
     end
@@ -263,6 +383,7 @@ end
 -- stop that ended the claim:
 --   batch    the batch is full: more may be ready, at once
 --   bound    the loop bound was reached (dead letters): likewise
+--   bytes    the reply holds REPLY_MAX_BYTES of jobs: likewise
 --   drained  the queue is empty: when the first retry comes within the
 --            lookahead, or 0 (idle) when none waits
 --   full     the schedule is at capacity: when a job fits again
@@ -278,8 +399,9 @@ end
 
 local next_us = claim_again_at(claim_batch())
 if shape_changed then shaping_store(K_SHAPE, shape) end
+seen_store(seen, queue_taken, seen_text, shape_changed, shape.next_free)
 
-local reply = {now, next_us, redis.call('LLEN', K_QUEUE), reaped, dead_lettered, dead_reasons}
+local reply = {now, next_us, queue_len - queue_taken, reaped, dead_lettered, dead_reasons}
 for _, c in ipairs(claimed) do
   for _, field in ipairs(c) do reply[#reply + 1] = field end
 end

@@ -5,8 +5,8 @@ script of its own).
 A record is the value of sluice:{T}:jobs[id] while the job is claimed or
 waits for a retry:
   "<attempts>:<first_seen_us>:<job as pushed>"
-attempts in decimal, first_seen_us (when the job was first claimed, on
-Redis's clock) in base 36: 10 characters instead of 16 decimal digits.
+attempts in decimal, first_seen_us (when a claim first saw the job in
+the queue, on Redis's clock: see claim.lua) in base 36: 10 characters instead of 16 decimal digits.
 Every claimed job holds one record, so those 6 bytes are paid per job; for
 a 45-byte job they bring the record into a smaller allocation (bench/,
 memory). The job may hold any bytes, ':' and newlines included.

@@ -1,5 +1,6 @@
 /* test_claim.c - lua/claim.lua and lua/ack.lua on a real redis-server,
  * called through the daemon's own encoders (src/redis/claim.h). */
+#include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,7 +49,8 @@ static sl_claim_params params(int64_t rate_milli, int64_t lookahead_us, int batc
 typedef struct claimed {
     sl_claim_result result;
     char id[MAX_BATCH][64];
-    char job[MAX_BATCH][256];
+    char job[MAX_BATCH][256]; /* the first 255 bytes */
+    size_t job_len[MAX_BATCH];
     char reasons[256]; /* the dead letters by reason: "overflow=7 expired=1" */
     int64_t slot[MAX_BATCH], lease[MAX_BATCH], attempts[MAX_BATCH], first_seen[MAX_BATCH];
 } claimed;
@@ -68,6 +70,7 @@ static claimed *claim(const sl_claim_params *p)
     for (size_t i = 0; i < c->result.job_count; i++) {
         snprintf(c->id[i], sizeof c->id[i], "%.*s", (int)jobs[i].id_len, jobs[i].id);
         snprintf(c->job[i], sizeof c->job[i], "%.*s", (int)jobs[i].job_len, jobs[i].job);
+        c->job_len[i] = jobs[i].job_len;
         c->slot[i] = jobs[i].slot_us;
         c->lease[i] = jobs[i].lease;
         c->attempts[i] = jobs[i].attempts;
@@ -496,4 +499,320 @@ Test(claim_ids, prefixes_are_short_url_safe_and_keep_every_bit)
         sl_claim_id_prefix(UINT64_C(1) << bit, b);
         cr_assert_str_neq(b, "AAAAAAAAAAA", "bit %d lost", bit);
     }
+}
+
+/* ---- issue 13: oversize jobs, the reply's byte bound, overflow, max_wait ---- */
+
+#define MIB (1024 * 1024)
+
+/* LPUSHes len bytes: `tag` then filler x's. */
+static void push_sized(const char *tag, size_t len)
+{
+    char *job = malloc(len);
+    cr_assert_not_null(job);
+    memset(job, 'x', len);
+    memcpy(job, tag, strlen(tag));
+    redisReply *reply = redisCommand(fx.conn, "LPUSH %s %b", keys.queue, job, len);
+    cr_assert(reply && reply->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(reply);
+    free(job);
+}
+
+/* The dead-letter list, oldest first, each record parsed (caller frees
+ * with cJSON_Delete); returns how many. */
+static size_t dead_letters(cJSON **out, size_t max)
+{
+    redisReply *reply = redisCommand(fx.conn, "LRANGE %s 0 -1", keys.dlq);
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY);
+    size_t n = reply->elements;
+    cr_assert_leq(n, max);
+    for (size_t i = 0; i < n; i++) {
+        out[i] = cJSON_ParseWithLength(reply->element[n - 1 - i]->str, reply->element[n - 1 - i]->len);
+        cr_assert_not_null(out[i], "dead letter %zu is not JSON", i);
+    }
+    freeReplyObject(reply);
+    return n;
+}
+
+static const char *record_string(const cJSON *record, const char *field)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(record, field);
+    cr_assert(cJSON_IsString(v), "dead letter field %s is not a string", field);
+    return v->valuestring;
+}
+
+static int64_t redis_now(void)
+{
+    return redis_fixture_now_us(&fx);
+}
+
+Test(claim, oversize_jobs_are_dead_lettered_whole_and_never_claimed)
+{
+    const size_t big = 5 * MIB;
+    push("small 1");
+    push_sized("big", big);
+    push("small 2");
+    sl_claim_params p = params(1000000, SEC, 100); /* max_job_bytes: the 1 MiB default */
+    p.raw = true;
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 1, "the big job is not claimed");
+    cr_assert_str_eq(c->job[0], "small 1");
+    cr_assert_str_eq(c->reasons, "too_large=1");
+    cr_assert_leq(c->result.next_us, c->result.now_us, "the claim read its bytes: again at once");
+    cr_assert_eq(count("HLEN %s", keys.jobs), 1, "no record for the big job");
+    redisReply *records = redisCommand(fx.conn, "HVALS %s", keys.jobs);
+    cr_assert(records && records->type == REDIS_REPLY_ARRAY && records->elements == 1);
+    cr_assert_lt(records->element[0]->len, 64, "the record is small 1's");
+    freeReplyObject(records);
+
+    cJSON *dead[4];
+    cr_assert_eq(dead_letters(dead, 4), 1);
+    cr_assert_str_eq(record_string(dead[0], "reason"), "too_large");
+    const char *job = record_string(dead[0], "job");
+    cr_assert_eq(strlen(job), big, "the job is kept whole");
+    cr_assert_eq(strncmp(job, "big", 3), 0);
+    cr_assert_eq(strspn(job + 3, "x"), big - 3);
+    cr_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(dead[0], "id")), "it never had an id");
+    cJSON_Delete(dead[0]);
+
+    claimed *again = claim(&p);
+    cr_assert_eq(again->result.job_count, 1);
+    cr_assert_str_eq(again->job[0], "small 2");
+    cr_assert_eq(count("LLEN %s", keys.queue), 0);
+    free(c);
+    free(again);
+
+    /* max_job_bytes is the tenant's: 5 MiB passes under a limit of 8 MiB,
+     * alone in its reply though it is over the reply's bound */
+    push_sized("big again", big);
+    push("small 3");
+    p.max_job_bytes = 8 * MIB;
+    claimed *alone = claim(&p);
+    cr_assert_eq(alone->result.job_count, 1);
+    cr_assert_eq(alone->job_len[0], big);
+    cr_assert_eq(alone->result.dead_lettered, 0);
+    cr_assert_leq(alone->result.next_us, alone->result.now_us);
+    claimed *last = claim(&p);
+    cr_assert_eq(last->result.job_count, 1);
+    cr_assert_str_eq(last->job[0], "small 3");
+    free(alone);
+    free(last);
+}
+
+Test(claim, a_reply_is_bounded_in_bytes_and_the_rest_comes_next)
+{
+    const size_t size = 900 * 1024; /* under max_job_bytes; 4 fit the 4 MiB bound, 5 do not */
+    for (int i = 0; i < 10; i++) {
+        char tag[16];
+        snprintf(tag, sizeof tag, "job %d ", i);
+        push_sized(tag, size);
+    }
+    sl_claim_params p = params(1000000, SEC, 100);
+    p.raw = true;
+    int next = 0, claims = 0;
+    const size_t expect[] = {4, 4, 2};
+    while (next < 10) {
+        cr_assert_lt(claims, 3, "more claims than the bound needs");
+        claimed *c = claim(&p);
+        cr_assert_eq(c->result.job_count, expect[claims], "claim %d: %zu jobs", claims,
+                     c->result.job_count);
+        cr_assert_eq(c->result.dead_lettered, 0);
+        for (size_t i = 0; i < c->result.job_count; i++, next++) {
+            char tag[16];
+            snprintf(tag, sizeof tag, "job %d ", next);
+            cr_assert_eq(strncmp(c->job[i], tag, strlen(tag)), 0, "FIFO, nothing lost: %.8s", c->job[i]);
+            cr_assert_eq(c->job_len[i], size);
+        }
+        if (next < 10)
+            cr_assert_leq(c->result.next_us, c->result.now_us, "the rest: at once");
+        free(c);
+        claims++;
+    }
+    cr_assert_eq(count("HLEN %s", keys.jobs), 10);
+    cr_assert_eq(count("LLEN %s", keys.queue), 0);
+    cr_assert_eq(count("LLEN %s", keys.dlq), 0);
+}
+
+Test(claim, overflow_dead_letters_only_queued_jobs_exactly_the_excess)
+{
+    /* 4 claimed at 1/s (3 of them not departed yet), one of those back as a retry */
+    int64_t t0 = redis_now();
+    for (int i = 0; i < 4; i++) {
+        char job[16];
+        snprintf(job, sizeof job, "a%d", i);
+        push(job);
+    }
+    sl_claim_params p = params(1000, 10 * SEC, 100); /* 1/s, 10 s ahead */
+    p.raw = true;
+    p.now_us = t0;
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 4);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_retry(&args, c->id[3], c->lease[3], 60 * SEC, "HTTP 500"); /* due past the lookahead */
+    send_ack();
+    cr_assert_eq(count("ZCARD %s", keys.retry), 1);
+    for (int i = 0; i < 6; i++) {
+        char job[16];
+        snprintf(job, sizeof job, "b%d", i);
+        push(job);
+    }
+    /* level: 6 queued + 1 retry + 2 claimed not departed = 9; capacity 2:
+     * 7 too many, but only the 6 queued can go */
+    p.capacity = 2;
+    p.overflow_dead_letter = true;
+    claimed *over = claim(&p);
+    cr_assert_eq(over->result.dead_lettered, 6);
+    cr_assert_str_eq(over->reasons, "overflow=6");
+    cr_assert_eq(over->result.job_count, 0);
+    cr_assert_eq(over->result.queue_len, 0);
+    cJSON *dead[16];
+    cr_assert_eq(dead_letters(dead, 16), 6);
+    for (int i = 0; i < 6; i++) { /* the newest first */
+        char job[16];
+        snprintf(job, sizeof job, "b%d", 5 - i);
+        cr_assert_str_eq(record_string(dead[i], "reason"), "overflow");
+        cr_assert_str_eq(record_string(dead[i], "job"), job, "record %d", i);
+        cJSON_Delete(dead[i]);
+    }
+    cr_assert_eq(count("ZCARD %s", keys.retry), 1, "the retry stays");
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 3, "the claimed jobs stay");
+    free(c);
+    free(over);
+}
+
+/* Claims at `now` with p; returns the reply (caller frees). */
+static claimed *claim_at(sl_claim_params *p, int64_t now)
+{
+    p->now_us = now;
+    return claim(p);
+}
+
+/* The checkpoints stored in the shape hash: how many (0: no field). */
+static int stored_checkpoints(void)
+{
+    redisReply *reply = redisCommand(fx.conn, "HGET %s seen", keys.shape);
+    cr_assert(reply);
+    int n = 0;
+    if (reply->type == REDIS_REPLY_STRING) {
+        n = 1;
+        for (size_t i = 0; i < reply->len; i++)
+            n += reply->str[i] == ',';
+    }
+    freeReplyObject(reply);
+    return n;
+}
+
+Test(claim, max_wait_counts_from_the_first_claim_that_saw_the_job_queued)
+{
+    int64_t t0 = redis_now();
+    for (int i = 0; i < 10; i++) {
+        char job[16];
+        snprintf(job, sizeof job, "j%d", i);
+        push(job);
+    }
+    sl_claim_params p = params(1000, SEC / 2, 100); /* 1/s: one job per claim */
+    p.raw = true;
+    p.max_wait_us = 5 * SEC;
+    p.lease_us = 1000 * SEC;
+    for (int k = 0; k <= 5; k++) {
+        claimed *c = claim_at(&p, t0 + k * SEC);
+        cr_assert_eq(c->result.job_count, 1, "claim %d", k);
+        char job[16];
+        snprintf(job, sizeof job, "j%d", k);
+        cr_assert_str_eq(c->job[0], job);
+        cr_assert_eq(c->first_seen[0], t0, "j%d was queued when the first claim looked", k);
+        free(c);
+    }
+    /* 6 s after the backlog was first seen: everything left waited too long */
+    claimed *late = claim_at(&p, t0 + 6 * SEC);
+    cr_assert_eq(late->result.job_count, 0);
+    cr_assert_str_eq(late->reasons, "expired=4");
+    cr_assert_eq(late->result.queue_len, 0);
+    cJSON *dead[8];
+    cr_assert_eq(dead_letters(dead, 8), 4);
+    for (int i = 0; i < 4; i++) {
+        char job[16];
+        snprintf(job, sizeof job, "j%d", 6 + i);
+        cr_assert_str_eq(record_string(dead[i], "job"), job);
+        cr_assert_str_eq(record_string(dead[i], "reason"), "expired");
+        const cJSON *first_seen = cJSON_GetObjectItemCaseSensitive(dead[i], "first_seen_ms");
+        cr_assert_eq((int64_t)first_seen->valuedouble, t0 / 1000);
+        cJSON_Delete(dead[i]);
+    }
+    cr_assert_eq(stored_checkpoints(), 0, "the queue is empty: nothing to remember");
+    free(late);
+}
+
+Test(claim, max_wait_does_not_expire_later_pushes_early)
+{
+    int64_t t0 = redis_now();
+    push("a0");
+    push("a1");
+    push("a2");
+    sl_claim_params p = params(1000, SEC / 2, 100);
+    p.raw = true;
+    p.max_wait_us = 2500000;
+    p.lease_us = 1000 * SEC;
+    claimed *c = claim_at(&p, t0);
+    cr_assert_str_eq(c->job[0], "a0");
+    free(c);
+    /* the newest queued job overflows (its checkpoint must not cover the
+     * job pushed in its place), then two pushes: the b's were first seen
+     * at t0 + 1 s, not at t0 */
+    p.capacity = 1;
+    p.overflow_dead_letter = true;
+    claimed *over = claim_at(&p, t0 + SEC / 5);
+    cr_assert_str_eq(over->reasons, "overflow=1");
+    cr_assert_eq(over->result.job_count, 0);
+    free(over);
+    p.overflow_dead_letter = false;
+    push("b0");
+    push("b1");
+    const char *order[] = {"a1", "b0", "b1"};
+    const int64_t seen_at[] = {t0, t0 + SEC, t0 + SEC};
+    for (int k = 0; k < 3; k++) {
+        claimed *d = claim_at(&p, t0 + (k + 1) * SEC);
+        cr_assert_eq(d->result.job_count, 1, "%s expired early", order[k]);
+        cr_assert_str_eq(d->job[0], order[k]);
+        cr_assert_eq(d->first_seen[0], seen_at[k], "%s first seen at %" PRId64 ", not %" PRId64,
+                     order[k], d->first_seen[0] - t0, seen_at[k] - t0);
+        free(d);
+    }
+    cr_assert_eq(count("LLEN %s", keys.dlq), 1, "only the overflow");
+}
+
+Test(claim, max_wait_checkpoints_are_capped_and_only_ever_later)
+{
+    int64_t t0 = redis_now();
+    sl_claim_params p = params(1000, SEC / 2, 100);
+    p.raw = true;
+    p.lease_us = 1000 * SEC;
+    int pushed = 0, taken = 0;
+    for (int k = 0; k < 180; k++) {
+        /* three pushes before each of the first 60 claims: the queue grows
+         * by two a claim, and each claim adds a checkpoint */
+        for (int i = 0; k < 60 && i < 3; i++) {
+            char job[16];
+            snprintf(job, sizeof job, "%d", k);
+            push(job);
+            pushed++;
+        }
+        claimed *c = claim_at(&p, t0 + k * SEC);
+        cr_assert_eq(c->result.job_count, 1, "claim %d", k);
+        int pushed_before = atoi(c->job[0]);
+        cr_assert_geq(c->first_seen[0], t0 + pushed_before * SEC,
+                      "claim %d: pushed before claim %d, seen at %" PRId64 " s", k, pushed_before,
+                      (c->first_seen[0] - t0) / SEC);
+        cr_assert_leq(c->first_seen[0], t0 + k * SEC);
+        taken++;
+        cr_assert_leq(stored_checkpoints(), 32, "claim %d", k);
+        if (k == 59) {
+            cr_assert_eq(stored_checkpoints(), 32, "capped, not emptied");
+            cr_assert_eq(count("PTTL %s", keys.shape), -1, "kept while jobs wait");
+        }
+        free(c);
+    }
+    cr_assert_eq(taken, pushed, "nothing lost");
+    cr_assert_eq(stored_checkpoints(), 0);
+    cr_assert_neq(count("PTTL %s", keys.shape), -1, "the schedule expires again by itself");
 }

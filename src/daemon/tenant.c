@@ -545,6 +545,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .refill_us = SL_CLAIM_REFILL_US,
         .lease_us = sl_claim_lease_us(config->timeout_ms),
         .batch = SL_CLAIM_BATCH,
+        .max_job_bytes = config->max_job_bytes,
         .limits = t->limits,
         .limit_count = config->limit_count,
     };

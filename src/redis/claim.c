@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "job/envelope.h"
 #include "redis/claim.h"
 
 #define CLAIM_FIXED_KEYS 6
@@ -48,6 +49,8 @@ void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const
     sl_argv_add_str(a, p->tenant);
     sl_argv_add_str(a, p->raw ? "raw" : "envelope");
     sl_argv_add_int(a, p->refill_us);
+    sl_argv_add_int(a, p->max_job_bytes > 0 ? p->max_job_bytes : (int64_t)SL_JOB_MAX_BYTES_DEFAULT);
+    sl_argv_add_int(a, p->now_us);
     sl_argv_add_int(a, (int64_t)p->limit_count);
     for (size_t i = 0; i < p->limit_count; i++) {
         const sl_claim_limit *l = &p->limits[i];

@@ -35,6 +35,8 @@ typedef struct sl_claim_params {
     int64_t refill_us;    /* claim again when the next slot is this near */
     int64_t lease_us;     /* a claimed job is reclaimable after slot + lease */
     int batch;            /* most jobs per call */
+    int64_t max_job_bytes; /* larger jobs are dead-lettered too_large; 0: SL_JOB_MAX_BYTES_DEFAULT */
+    int64_t now_us;       /* the claim's time; 0: Redis's clock (tests pass one) */
     const sl_claim_limit *limits;
     size_t limit_count;
 } sl_claim_params;
@@ -46,7 +48,7 @@ typedef struct sl_claimed_job {
     int64_t slot_us;
     int64_t lease;        /* the lease token acks must present */
     int64_t attempts;     /* HTTP attempts made before this one */
-    int64_t first_seen_us;
+    int64_t first_seen_us; /* when a claim first saw it queued (max_wait counts from it) */
     const char *job;      /* the element as the producer pushed it */
     size_t job_len;
 } sl_claimed_job;
