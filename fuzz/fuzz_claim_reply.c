@@ -28,6 +28,7 @@
 
 #include "redis/claim.h"
 #include "redis/redis_conn.h"
+#include "violation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -73,10 +74,10 @@ static void check_reply(const redisReply *reply, size_t batch)
     volatile unsigned sink = 0;
     if (sl_claim_parse(reply, &result, jobs, batch, err, sizeof err)) {
         if (result.job_count > batch || reply->type != REDIS_REPLY_ARRAY)
-            abort();
+            sl_fuzz_violation("claim parsed %zu jobs for a batch of %zu", result.job_count, batch);
         for (size_t i = 0; i < result.job_count; i++) {
             if (!jobs[i].id || !jobs[i].job)
-                abort();
+                sl_fuzz_violation("claim job %zu without id or element", i);
             sink += touch(jobs[i].id, jobs[i].id_len) + touch(jobs[i].job, jobs[i].job_len);
         }
         for (size_t i = 0; i < result.dead_reason_count; i++) {
@@ -87,7 +88,7 @@ static void check_reply(const redisReply *reply, size_t batch)
             sink += touch(reason, len) + (unsigned)count;
         }
     } else if (err[0] == '\0') {
-        abort();
+        sl_fuzz_violation("claim refused without a message");
     }
     sink += sl_redis_is_noscript(reply);
     (void)sink;

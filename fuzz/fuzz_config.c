@@ -16,6 +16,7 @@
 
 #include "base/errors.h"
 #include "config/config.h"
+#include "violation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -64,15 +65,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sl_errors_init(&errors);
     sl_config *cfg = sl_config_parse(text, &env, &errors);
     if ((cfg != NULL) == sl_errors_any(&errors))
-        abort();
+        sl_fuzz_violation("a config %s and %zu errors", cfg ? "returned" : "not returned", errors.count);
     for (size_t s = 0; s < sizeof secrets / sizeof secrets[0]; s++) {
         if (strstr(text, secrets[s]))
             continue;
         for (size_t i = 0; i < errors.count; i++)
             if (strstr(errors.items[i], secrets[s]))
-                abort();
+                sl_fuzz_violation("secret %s in an error: %s", secrets[s], errors.items[i]);
         if (cfg && cfg->redis_url_redacted && strstr(cfg->redis_url_redacted, secrets[s]))
-            abort();
+            sl_fuzz_violation("secret %s in the redacted Redis URL %s", secrets[s], cfg->redis_url_redacted);
     }
     sl_config_free(cfg);
     sl_errors_clear(&errors);

@@ -18,7 +18,7 @@
  * byte, and a request line of three fields.
  *
  * Input: byte 0 picks one of the rule sets below; the rest is the list
- * element. A broken promise calls abort(). */
+ * element. A broken promise is a sl_fuzz_violation (a message, then abort). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +33,7 @@
 #include "http/http1_request.h"
 #include "job/envelope.h"
 #include "job/request.h"
+#include "violation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -91,7 +92,7 @@ static bool curl_destination(const char *url, destination *d)
 {
     CURLU *h = curl_url();
     if (!h)
-        abort();
+        sl_fuzz_violation("curl_url: out of memory");
     char *scheme = NULL, *host = NULL, *port = NULL;
     bool ok = curl_url_set(h, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) ==
                   CURLUE_OK &&
@@ -138,7 +139,7 @@ static bool own_client_destination(const char *url, destination *d, sl_h1_target
         return false;
     strcpy(d->scheme, "http");
     if (!set_host(d, t->host, strlen(t->host)))
-        abort();
+        sl_fuzz_violation("own client host \"%s\" unusable", t->host);
     d->port = atoi(t->port);
     return true;
 }
@@ -180,13 +181,13 @@ static void check_header_line(const char *line)
 {
     const char *colon = strchr(line, ':');
     if (!colon || colon == line || colon[1] != ' ')
-        abort();
+        sl_fuzz_violation("header line \"%s\" is not Name: value", line);
     for (const char *p = line; p < colon; p++)
         if (is_control((unsigned char)*p) || *p == ' ')
-            abort();
+            sl_fuzz_violation("header line \"%s\": control byte or space in the name", line);
     for (const char *p = colon + 1; *p; p++)
         if (is_control((unsigned char)*p) && *p != '\t')
-            abort();
+            sl_fuzz_violation("header line \"%s\": control byte in the value", line);
 }
 
 /* The own client's request head: lines CRLF-ended and nothing else. */
@@ -196,32 +197,32 @@ static void check_request_head(const sl_job_request *job, const sl_h1_target *t,
     size_t len = sl_h1_request_head(NULL, 0, job->method, t, h->lines, h->count, job->body_len);
     char *head = malloc(len + 1);
     if (!head)
-        abort();
+        sl_fuzz_violation("request head: out of memory");
     if (sl_h1_request_head(head, len + 1, job->method, t, h->lines, h->count, job->body_len) != len)
-        abort();
+        sl_fuzz_violation("request head: length differs between sizing and writing");
     size_t lines = 0, spaces_in_first = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)head[i];
         if (ch == '\r') {
             if (i + 1 >= len || head[i + 1] != '\n')
-                abort();
+                sl_fuzz_violation("request head: CR without LF at %zu: %s", i, head);
             lines++;
             i++;
         } else if (is_control(ch) && ch != '\t') {
-            abort();
+            sl_fuzz_violation("request head: control byte 0x%02x at %zu: %s", ch, i, head);
         } else if (lines == 0 && (ch == ' ' || ch == '\t')) {
             spaces_in_first += ch == ' ' ? 1 : 100;
         }
     }
     if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0 || spaces_in_first != 2)
-        abort();
+        sl_fuzz_violation("request head: no blank line at the end, or not 3 fields in the request line: %s", head);
     bool has_host = false;
     for (size_t i = 0; i < h->count; i++)
         has_host |= strncasecmp(h->lines[i], "Host:", 5) == 0;
     size_t expected = 1 + !has_host + h->count +
                       sl_h1_request_has_body(job->method, job->body_len) + 1;
     if (lines != expected)
-        abort();
+        sl_fuzz_violation("request head: %zu lines, expected %zu: %s", lines, expected, head);
     free(head);
 }
 
@@ -230,27 +231,30 @@ static void check_accepted(const sl_job_rules *rules, const sl_job_request *job)
     /* SSRF: every reading of the URL lands on an allowed destination. */
     destination d;
     if (!curl_destination(job->url, &d) || !allowed(rules, &d, curl_destination))
-        abort();
+        sl_fuzz_violation("SSRF: libcurl goes to %s://%s:%d, not allowed, for %s", d.scheme, d.host,
+                          d.port, job->url);
     if (!sluice_destination(job->url, &d) || !allowed(rules, &d, sluice_destination))
-        abort();
+        sl_fuzz_violation("SSRF: sl_authority_parse reads %s://%s:%d, not allowed, for %s", d.scheme,
+                          d.host, d.port, job->url);
     sl_h1_target target;
     bool own = own_client_destination(job->url, &d, &target);
     if (own && !allowed(rules, &d, own_client_read))
-        abort();
+        sl_fuzz_violation("SSRF: the own client goes to %s://%s:%d, not allowed, for %s", d.scheme,
+                          d.host, d.port, job->url);
 
     /* The request line's parts and the id (the idempotency key). */
     for (const char *p = job->url; *p; p++)
         if (is_control((unsigned char)*p) || *p == ' ')
-            abort();
+            sl_fuzz_violation("url \"%s\" holds a control byte or space", job->url);
     for (const char *p = job->method; *p; p++)
         if (*p < 'A' || *p > 'Z')
-            abort();
+            sl_fuzz_violation("method \"%s\" is not uppercase letters", job->method);
     if (job->id)
         for (const char *p = job->id; *p; p++)
             if (is_control((unsigned char)*p))
-                abort();
+                sl_fuzz_violation("id \"%s\" holds a control byte", job->id);
     if (!job->body || job->body[job->body_len] != '\0')
-        abort();
+        sl_fuzz_violation("body NULL or not NUL-terminated");
 
     /* Header injection: the lines both clients send. */
     char name[] = "Authorization", value[] = "Bearer tenant-secret", key_header[64];
@@ -261,13 +265,14 @@ static void check_accepted(const sl_job_rules *rules, const sl_job_request *job)
                                .idempotency_header = key_header};
     for (size_t i = 0; i < job->header_count; i++) {
         if (job->headers[i].name[0] == '\0')
-            abort();
+            sl_fuzz_violation("header %zu has an empty name", i);
         for (const char *p = job->headers[i].name; *p; p++)
             if (is_control((unsigned char)*p) || *p == ' ' || *p == ':')
-                abort();
+                sl_fuzz_violation("header name \"%s\" holds a control byte, space or colon", job->headers[i].name);
         for (const char *p = job->headers[i].value; *p; p++)
             if (is_control((unsigned char)*p) && *p != '\t')
-                abort();
+                sl_fuzz_violation("header %s: value holds control byte 0x%02x", job->headers[i].name,
+                                  (unsigned char)*p);
     }
     sl_request_headers h;
     if (!sl_request_headers_build(&tenant, job, job->id ? job->id : "assigned-id", &h))
@@ -294,12 +299,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* A refusal leaves nothing to free and a message safe to log. */
         if (job.id || job.method || job.url || job.headers || job.header_count || job.body ||
             job.body_len || job.body_is_json || job.deadline_ms || !memchr(err, '\0', sizeof err))
-            abort();
+            sl_fuzz_violation("refused (%d) but the request is not zeroed, or err not terminated", st);
         for (const char *p = err; *p; p++)
             if (is_control((unsigned char)*p))
-                abort();
+                sl_fuzz_violation("refusal message holds control byte 0x%02x: %s", (unsigned char)*p, err);
         if (st != SL_JOB_NO_MEMORY && !sl_job_status_reason(st))
-            abort();
+            sl_fuzz_violation("status %d has no dead-letter reason", st);
     }
     sl_job_request_clear(&job);
     return 0;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "http/http1_response.h"
+#include "violation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -77,7 +78,7 @@ static void read_response(const char *in, size_t in_size, bool head_request, uin
         size_t used = (size_t)-1;
         progress = sl_h1_response_feed(&r, buffer, buffered, &used);
         if (used > buffered)
-            abort();
+            sl_fuzz_violation("feed took %zu bytes of %zu", used, buffered);
         taken += used;
         memmove(buffer, buffer + used, buffered - used);
         buffered -= used;
@@ -92,12 +93,12 @@ static void read_response(const char *in, size_t in_size, bool head_request, uin
     out->progress = progress;
     out->consumed = taken;
     if (progress == SL_H1_ERROR && !out->buffer_full && !r.error)
-        abort(); /* an error must say why */
+        sl_fuzz_violation("ERROR without r.error");
     if (progress == SL_H1_DONE) {
         if (r.status < 200 || r.status > 999 || r.status == 101)
-            abort(); /* interim responses are skipped, never the answer */
+            sl_fuzz_violation("DONE with status %d", r.status);
         if (memchr(r.retry_after, '\0', sizeof r.retry_after) == NULL)
-            abort();
+            sl_fuzz_violation("retry_after not NUL-terminated");
         out->status = r.status;
         out->keep_alive = r.keep_alive;
         out->has_retry_after = r.has_retry_after;
@@ -119,11 +120,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     read_response(in, in_size, head_request, seed, &pieces);
     read_response(in, in_size, head_request, 0, &whole);
     if (pieces.progress != whole.progress)
-        abort();
+        sl_fuzz_violation("pieces end with %d, whole with %d", pieces.progress, whole.progress);
     if (pieces.progress == SL_H1_DONE &&
         (pieces.consumed != whole.consumed || pieces.status != whole.status ||
          pieces.keep_alive != whole.keep_alive || pieces.has_retry_after != whole.has_retry_after ||
          strcmp(pieces.retry_after, whole.retry_after) != 0))
-        abort();
+        sl_fuzz_violation("pieces and whole differ: taken %zu/%zu, status %d/%d, keep-alive %d/%d, "
+                          "Retry-After \"%s\"/\"%s\"", pieces.consumed, whole.consumed, pieces.status,
+                          whole.status, pieces.keep_alive, whole.keep_alive, pieces.retry_after,
+                          whole.retry_after);
     return 0;
 }

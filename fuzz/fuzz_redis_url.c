@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "config/redis_url.h"
+#include "violation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -36,14 +37,14 @@ static void check_redacted(const sl_redis_target *t)
         char *with_other = sl_redis_target_redacted(&other);
         if (with_other) {
             if (strcmp(redacted, with_other) != 0)
-                abort(); /* the printed form depends on the password */
+                sl_fuzz_violation("redacted form depends on the password: %s vs %s", redacted, with_other);
             free(with_other);
         }
         other.password = (char *)(uintptr_t)"x";
         char *with_short = sl_redis_target_redacted(&other);
         if (with_short) {
             if (strcmp(redacted, with_short) != 0)
-                abort();
+                sl_fuzz_violation("redacted form depends on the password: %s vs %s", redacted, with_short);
             free(with_short);
         }
     }
@@ -51,11 +52,11 @@ static void check_redacted(const sl_redis_target *t)
     sl_redis_target back;
     char err[256];
     if (!sl_redis_target_parse(redacted, &back, err, sizeof err))
-        abort();
+        sl_fuzz_violation("redacted form %s does not parse back: %s", redacted, err);
     if (!same_text(back.host, t->host) || back.port != t->port ||
         !same_text(back.unix_path, t->unix_path) || !same_text(back.username, t->username) ||
         back.db != t->db || (t->password ? !same_text(back.password, "***") : back.password != NULL))
-        abort();
+        sl_fuzz_violation("redacted form %s parses back to another target", redacted);
     sl_redis_target_clear(&back);
     free(redacted);
 }
@@ -78,15 +79,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sl_redis_target_clear(&t);
     } else {
         if (t.host || t.port || t.unix_path || t.username || t.password || t.db)
-            abort();
+            sl_fuzz_violation("a refused URL left the target set");
         if (strncmp(err, "redis: ", 7) != 0)
-            abort();
+            sl_fuzz_violation("error does not start with \"redis: \": %s", err);
         /* The password: from the first ':' after "//" to the last '@'. */
         const char *slashes = strstr(url, "//");
         const char *at = strrchr(url, '@');
         const char *colon = slashes && at > slashes ? memchr(slashes, ':', (size_t)(at - slashes)) : NULL;
         if (colon && at - colon > 12 && memmem(err, strlen(err), colon + 1, (size_t)(at - colon - 1)))
-            abort();
+            sl_fuzz_violation("error quotes the password: %s", err);
     }
     free(url);
     return 0;

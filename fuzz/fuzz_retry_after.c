@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "job/retry_after.h"
+#include "violation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,7 +29,8 @@ static bool parse(const char *value, int64_t now_ms, int64_t *delay_ms)
     *delay_ms = SENTINEL;
     bool ok = sl_retry_after_parse(value, now_ms, delay_ms);
     if (ok ? *delay_ms < 0 || *delay_ms > SL_RETRY_AFTER_MAX_MS : *delay_ms != SENTINEL)
-        abort();
+        sl_fuzz_violation("\"%s\" at %lld: %s, delay %lld", value ? value : "(null)", (long long)now_ms,
+                          ok ? "accepted" : "refused", (long long)*delay_ms);
     return ok;
 }
 
@@ -58,13 +60,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bare[len] = saved;
     bool padded_ok = parse(value, now_ms, &padded_delay);
     if (padded_ok != ok || (ok && padded_delay != delay))
-        abort();
+        sl_fuzz_violation("\"%s\" and the same padded differ", bare);
     /* One second, one hour and one year later. */
     static const int64_t later[] = {1000, 3600000, INT64_C(31556952000)};
     bool two_digit_year = strchr(bare, '-') != NULL;
     for (size_t i = 0; ok && !two_digit_year && i < sizeof later / sizeof later[0]; i++) {
         if (!parse(value, now_ms + later[i], &later_delay) || later_delay > delay)
-            abort();
+            sl_fuzz_violation("\"%s\": delay %lld at now, %lld %lld ms later", value, (long long)delay,
+                              (long long)later_delay, (long long)later[i]);
     }
     parse(NULL, now_ms, &delay);
     free(value);
