@@ -229,7 +229,7 @@ static void check_request_head(const sl_job_request *job, const sl_h1_target *t,
 static void check_accepted(const sl_job_rules *rules, const sl_job_request *job)
 {
     /* SSRF: every reading of the URL lands on an allowed destination. */
-    destination d;
+    destination d = {.port = 0};
     if (!curl_destination(job->url, &d) || !allowed(rules, &d, curl_destination))
         sl_fuzz_violation("SSRF: libcurl goes to %s://%s:%d, not allowed, for %s", d.scheme, d.host,
                           d.port, job->url);
