@@ -1,0 +1,130 @@
+/* fuzz_claim_reply.c - the claim and ack reply codecs on whatever a Redis
+ * (or something posing as one) might send: the bytes go through hiredis's
+ * I/O-free reader (redisReaderFeed / redisReaderGetReply, the code that
+ * reads the socket in the daemon), and every reply it yields is handed to
+ * sl_claim_parse, as a claim reply, and to sl_redis_is_noscript, the one
+ * reading the daemon makes of an ack reply (anything else is logged).
+ *
+ * Input: byte 0 picks the batch (the most jobs a claim may return, 0..31)
+ * and byte 1 the size of the pieces the reader is fed in (1..256); the rest
+ * is the RESP stream.
+ *
+ * Checked, beyond memory safety (ASan sees any read outside the reply):
+ * a parsed claim holds at most the batch; every job's id and element and
+ * every dead-letter reason lie in strings of the reply; a refusal says
+ * why.
+ *
+ * Not fuzzed: array lengths over ARRAY_MAX (or below -1). hiredis 0.14
+ * allocates an array's element pointers as soon as it reads the count, so
+ * "*400000000" asks for 3.2 GB before any element arrives; that is the
+ * reader's own trust in the server, not the codecs', and it would stop
+ * every run as an out-of-memory. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "redis/claim.h"
+#include "redis/redis_conn.h"
+#include "violation.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define BATCH_MAX 32
+#define ARRAY_MAX 100000
+
+/* Whether the stream announces an array hiredis would allocate too much
+ * for (or a negative one; -1 is the nil array). Any '*' counts, payload
+ * bytes included: a few inputs are skipped for nothing, none is missed. */
+static bool huge_array(const uint8_t *data, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        if (data[i] != '*')
+            continue;
+        size_t j = i + 1;
+        bool negative = j < size && data[j] == '-';
+        j += negative;
+        uint64_t n = 0;
+        for (; j < size && data[j] >= '0' && data[j] <= '9' && n <= ARRAY_MAX; j++)
+            n = n * 10 + (uint64_t)(data[j] - '0');
+        if (negative ? n > 1 : n > ARRAY_MAX)
+            return true;
+    }
+    return false;
+}
+
+/* Touches every byte of s[0, len) so ASan checks the span lies in memory
+ * the reply owns. */
+static unsigned touch(const char *s, size_t len)
+{
+    unsigned sum = 0;
+    for (size_t i = 0; i < len; i++)
+        sum += (unsigned char)s[i];
+    return sum;
+}
+
+static void check_reply(const redisReply *reply, size_t batch)
+{
+    sl_claimed_job jobs[BATCH_MAX];
+    sl_claim_result result;
+    char err[256];
+    err[0] = '\0';
+    volatile unsigned sink = 0;
+    if (sl_claim_parse(reply, &result, jobs, batch, err, sizeof err)) {
+        if (result.job_count > batch || reply->type != REDIS_REPLY_ARRAY)
+            sl_fuzz_violation("claim parsed %zu jobs for a batch of %zu", result.job_count, batch);
+        for (size_t i = 0; i < result.job_count; i++) {
+            if (!jobs[i].id || !jobs[i].job)
+                sl_fuzz_violation("claim job %zu without id or element", i);
+            sink += touch(jobs[i].id, jobs[i].id_len) + touch(jobs[i].job, jobs[i].job_len);
+        }
+        for (size_t i = 0; i < result.dead_reason_count; i++) {
+            const char *reason;
+            size_t len;
+            int64_t count;
+            sl_claim_dead_reason(&result, i, &reason, &len, &count);
+            sink += touch(reason, len) + (unsigned)count;
+        }
+    } else if (err[0] == '\0') {
+        sl_fuzz_violation("claim refused without a message");
+    }
+    sink += sl_redis_is_noscript(reply);
+    (void)sink;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    size_t batch = data[0] % BATCH_MAX;
+    size_t piece = 1 + data[1];
+    data += 2;
+    size -= 2;
+    if (huge_array(data, size))
+        return 0;
+    redisReader *reader = redisReaderCreate();
+    if (!reader)
+        return 0;
+    bool failed = false;
+    for (size_t at = 0; at < size && !failed;) {
+        size_t n = size - at < piece ? size - at : piece;
+        if (redisReaderFeed(reader, (const char *)data + at, n) != REDIS_OK)
+            break;
+        at += n;
+        for (;;) {
+            void *reply = NULL;
+            if (redisReaderGetReply(reader, &reply) != REDIS_OK) {
+                failed = true; /* a protocol error: the daemon drops the connection */
+                break;
+            }
+            if (!reply)
+                break;
+            check_reply(reply, batch);
+            freeReplyObject(reply);
+        }
+    }
+    redisReaderFree(reader);
+    return 0;
+}
