@@ -79,7 +79,7 @@ static int64_t wall_us(void)
 }
 
 /* How many lines of the daemon's log contain text. */
-__attribute__((unused)) static int log_count(const char *text)
+static int log_count(const char *text)
 {
     char path[128], line[4096];
     snprintf(path, sizeof path, "%s/sluice.log", dir);
@@ -197,4 +197,146 @@ Test(hardening, template_tenants_with_work_only_in_retry_or_in_flight_are_served
     sink_requests_free(reqs, n);
     assert_tenant_drained(fx.conn, "drained");
     assert_tenant_drained(fx.conn, "killed");
+}
+
+/* ---- discovered tenants: forgotten when quiet, capped (item 8) ---- */
+
+/* The calls of a command Redis has served (INFO commandstats). */
+static long long redis_calls(const char *command)
+{
+    redisReply *r = redisCommand(fx.conn, "INFO commandstats");
+    cr_assert(r && r->type == REDIS_REPLY_STRING);
+    char needle[64];
+    snprintf(needle, sizeof needle, "cmdstat_%s:calls=", command);
+    const char *at = strstr(r->str, needle);
+    long long calls = at ? atoll(at + strlen(needle)) : 0;
+    freeReplyObject(r);
+    return calls;
+}
+
+#define QUIET_FIELDS "\"forget_idle_ms\": 1000, \"max_discovered_tenants\": 5,"
+
+Test(hardening, quiet_discovered_tenants_are_forgotten_and_capped)
+{
+    const char *config = write_config(
+        QUIET_FIELDS, "{\"*\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50}}", sink.port);
+    for (int i = 0; i < 10; i++) {
+        char tenant[16], job[64];
+        snprintf(tenant, sizeof tenant, "t%d", i);
+        snprintf(job, sizeof job, "{\"id\":\"f-%d\"}", i);
+        freeReplyObject(redisCommand(fx.conn, "LPUSH sluice:{%s}:queue %s", tenant, job));
+    }
+    daemon_process d = start_daemon(config);
+    /* Five at a time: the rest are served once the first are forgotten. */
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_each(&sink, "f", 10, 30000, &reqs);
+    assert_each_delivered(reqs, n, "f", 10, false);
+    sink_requests_free(reqs, n);
+    sleep_ms(3500); /* quiet for forget_idle_ms, then a tick to check their keys */
+    long long before = redis_calls("evalsha");
+    sleep_ms(3000);
+    long long claims = redis_calls("evalsha") - before;
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
+    cr_log_info("claims in 3 s after the tenants went quiet: %lld", claims);
+    cr_assert_eq(claims, 0, "forgotten tenants still cost %lld claims in 3 s", claims);
+    cr_assert_geq(log_count("max_discovered_tenants reached"), 1, "the cap was never logged");
+    cr_assert_geq(log_count("idle tenant forgotten"), 10);
+}
+
+/* ---- many reloads (item 10) ---- */
+
+/* The daemon's resident memory, in KiB (0 if unknown). */
+static long rss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kib = atol(line + 6);
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* Writes the config of the reload test to path: 40 tenants with a 4 KiB
+ * header each (so that a kept configuration shows), "acme" and, if with,
+ * "gone", both with requests that take 300 ms. */
+static void write_reload_config(const char *path, bool with)
+{
+    static char tenants[1 << 20];
+    size_t len = 0;
+    char big[4097];
+    memset(big, 'x', 4096);
+    big[4096] = '\0';
+    len += (size_t)snprintf(tenants + len, sizeof tenants - len,
+                            "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/300\", \"rate\": 40,"
+                            " \"concurrency\": 20}",
+                            sink.port);
+    if (with)
+        len += (size_t)snprintf(tenants + len, sizeof tenants - len,
+                                ", \"gone\": {\"endpoint\": \"http://127.0.0.1:%d/slow/300\", \"rate\": 40,"
+                                " \"concurrency\": 20}",
+                                sink.port);
+    for (int i = 0; i < 40; i++)
+        len += (size_t)snprintf(tenants + len, sizeof tenants - len,
+                                ", \"pad%d\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 1,"
+                                " \"headers\": {\"X-Pad\": \"%s\"}}",
+                                i, sink.port, big);
+    snprintf(tenants + len, sizeof tenants - len, "}");
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"redis\": \"redis://127.0.0.1:%d/0\", \"workers\": 2, \"admin\": null,\n"
+            " \"grace_ms\": 5000, \"tenants\": %s}\n",
+            fx.server.port, tenants);
+    fclose(f);
+    cr_assert_eq(rename(tmp, path), 0); /* a reload never reads half a file */
+}
+
+/* Every reload used to keep its configuration until exit. Now one is
+ * freed once no worker, tenant or request uses it: memory stays flat, and
+ * (run under ASan) nothing reads a freed one, even with requests in
+ * flight and a tenant leaving and coming back at every reload. */
+Test(hardening, many_reloads_with_requests_in_flight_keep_memory_flat, .timeout = 180)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/sluice.json", dir);
+    write_reload_config(path, true);
+    redis_fixture_push_jobs(&fx, "acme", "a", 200);
+    redis_fixture_push_jobs(&fx, "gone", "g", 200);
+    daemon_process d = start_daemon(path);
+    sink_request *reqs = NULL;
+    size_t n = sink_wait_log(&sink, 20, 10000, &reqs);
+    sink_requests_free(reqs, n);
+    long rss_start = 0;
+    int reloads = 300;
+    for (int i = 0; i < reloads; i++) {
+        write_reload_config(path, i % 2 == 1);
+        kill(d.pid, SIGHUP);
+        sleep_ms(15);
+        if (i == 30)
+            rss_start = rss_kib(d.pid);
+    }
+    sleep_ms(2500); /* the workers take the last, the old ones are freed */
+    long rss_end = rss_kib(d.pid);
+    int reloaded = log_count("configuration reloaded");
+    /* the last file lists "gone": its jobs go too */
+    n = sink_wait_each(&sink, "g", 200, 60000, &reqs);
+    sink_requests_free(reqs, n);
+    n = sink_wait_each(&sink, "a", 200, 60000, &reqs);
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 20000), 0, "a clean exit (under ASan: no use after free)");
+    assert_each_delivered(reqs, n, "a", 200, true);
+    sink_requests_free(reqs, n);
+    cr_log_info("%d reloads; resident memory %ld KiB after 30, %ld KiB at the end", reloaded,
+                rss_start, rss_end);
+    cr_assert_geq(reloaded, reloads / 2, "only %d reloads happened", reloaded);
+    const char *sanitized = getenv("SLUICE_SANITIZED");
+    if (sanitized && *sanitized)
+        return; /* ASan keeps freed memory in quarantine: RSS says nothing */
+    cr_assert_lt(rss_end - rss_start, 32 * 1024, "memory grew by %ld KiB over %d reloads",
+                 rss_end - rss_start, reloaded);
 }
