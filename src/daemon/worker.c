@@ -194,7 +194,7 @@ static void forget_quiet_tenants(worker *w)
                 remove_tenant(w, i); /* retired: its jobs are all acked */
             continue;
         }
-        if (rules != w->env.config->template_tenant ||
+        if (rules != w->env.config->template_tenant || !sl_redis_conn_ready(w->env.redis) ||
             !sl_forget_due(sl_tenant_idle(t), sl_tenant_busy_at(t), after_us, now))
             continue;
         forget_check *check = malloc(sizeof *check);
@@ -263,8 +263,8 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    if (!w->env.draining && sl_redis_conn_ready(w->env.redis))
-        forget_quiet_tenants(w);
+    if (!w->env.draining)
+        forget_quiet_tenants(w); /* the key checks need Redis, retired tenants do not */
     publish_oldest_generation(w);
     if (!w->env.config->template_tenant || !sl_discover_on_tick(&w->discover_ticks, w->env.notified))
         return;
@@ -468,9 +468,9 @@ static void publish_oldest_generation(worker *w)
 static void recount_discovered(worker *w)
 {
     size_t n = 0;
-    for (size_t i = 0; i < w->tenant_count; i++)
-        n += sl_config_tenant_for(w->env.config, sl_tenant_name(w->tenants[i])) ==
-             w->env.config->template_tenant;
+    const sl_tenant_config *template_rules = w->env.config->template_tenant;
+    for (size_t i = 0; template_rules && i < w->tenant_count; i++)
+        n += sl_config_tenant_for(w->env.config, sl_tenant_name(w->tenants[i])) == template_rules;
     atomic_fetch_add(&w->shared->discovered, (long long)n - (long long)w->discovered);
     w->discovered = n;
 }
