@@ -152,6 +152,10 @@ Test(hardening, acks_refused_by_a_busy_redis_are_sent_again)
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_log_info("%zu requests, %zu of them answered while Redis was busy", n, acked_while_busy);
     cr_assert_gt(acked_while_busy, 0, "no job was answered while Redis was busy: the test proves nothing");
+    /* BUSY is a passing state, not a fault (item 1): neither claims nor
+     * acks log it as a failure. */
+    cr_assert_eq(log_count("claim failed"), 0, "a BUSY claim was logged as a failure");
+    cr_assert_eq(log_count("ack failed"), 0, "a BUSY ack was logged as a failure");
     assert_each_delivered(reqs, n, "b", 40, false);
     sink_requests_free(reqs, n);
     assert_tenant_drained(fx.conn, "acme");
