@@ -288,6 +288,12 @@ bool sl_metrics_render(struct evbuffer *out, const sl_process_view *v)
     emit(&r, "sluice_ready %d\n", v->ready ? 1 : 0);
     family(&r, "sluice_tenants", "gauge", "Tenants served by this process.");
     emit(&r, "sluice_tenants %zu\n", v->tenant_count);
+    family(&r, "sluice_discovered_tenants", "gauge",
+           "Of sluice_tenants, those served through the \"*\" template.");
+    emit(&r, "sluice_discovered_tenants %" PRIu64 "\n", v->discovered_tenants);
+    family(&r, "sluice_discovery_refused_total", "counter",
+           "Tenants with work not served because max_discovered_tenants was reached.");
+    emit(&r, "sluice_discovery_refused_total %" PRIu64 "\n", v->discovery_refused);
     family(&r, "sluice_redis_errors_total", "counter",
            "Redis error replies, failed connects and lost connections.");
     emit(&r, "sluice_redis_errors_total %" PRIu64 "\n", v->redis_errors);

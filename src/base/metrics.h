@@ -143,6 +143,8 @@ typedef struct sl_process_view {
     const char *version;
     bool ready;
     uint64_t redis_errors, redis_reconnects; /* summed over workers */
+    uint64_t discovered_tenants; /* of tenant_count, those served through "*" */
+    uint64_t discovery_refused;  /* tenants max_discovered_tenants kept out */
     const sl_tenant_view *tenants;
     size_t tenant_count;
 } sl_process_view;

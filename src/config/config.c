@@ -35,7 +35,8 @@ typedef struct parse_ctx {
 } parse_ctx;
 
 static const char *const top_keys[] = {"redis",   "prefix",  "workers", "admin",
-                                       "tenants", "grace_ms", NULL};
+                                       "tenants", "grace_ms",
+                                       "forget_idle_ms", "max_discovered_tenants", NULL};
 static const char *const tenant_keys[] = {
     "endpoint", "rate",       "capacity", "overflow",    "concurrency",   "timeout_ms",
     "retry",    "headers",    "format",   "allow_urls",  "max_wait_ms",   "limits",
@@ -680,6 +681,9 @@ sl_config *sl_config_parse(const char *json_text, const sl_config_env *env, sl_e
     parse_admin(c, root, cfg);
 
     sl_config_field_read(&c->r, root, "", SL_FIELD_GRACE_MS, &cfg->grace_ms);
+    sl_config_field_read(&c->r, root, "", SL_FIELD_FORGET_IDLE_MS, &cfg->forget_idle_ms);
+    sl_config_field_read(&c->r, root, "", SL_FIELD_MAX_DISCOVERED_TENANTS,
+                         &cfg->max_discovered_tenants);
 
     parse_tenants(c, root, cfg);
     cJSON_Delete(root);

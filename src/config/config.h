@@ -81,6 +81,9 @@ typedef struct sl_config {
     char *admin_host;         /* host part, IPv6 without brackets; NULL if disabled */
     int admin_port;
     int64_t grace_ms;         /* SIGTERM grace period */
+    int64_t forget_idle_ms;   /* a discovered tenant idle this long with empty
+                                 keys is forgotten */
+    int64_t max_discovered_tenants; /* tenants served through "*" at once */
     sl_tenant_config *tenants; /* sorted by name (strcmp); excludes "*" */
     size_t tenant_count;
     sl_tenant_config *template_tenant; /* the "*" entry, or NULL */

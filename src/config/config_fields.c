@@ -37,6 +37,13 @@ static const sl_field fields[SL_FIELD_COUNT] = {
      * these bounds by config.c: the row's 0 is never used. */
     [SL_FIELD_WORKERS] = {"workers", SL_FIELD_INT, 1, 256, false, 0, NULL},
     [SL_FIELD_GRACE_MS] = {"grace_ms", SL_FIELD_INT, 0, 3600000, false, 10000, NULL},
+    /* A tenant found through the "*" template is forgotten after this long
+     * idle with empty keys (10 minutes), and at most this many are served
+     * at once: any producer can name new tenants. */
+    [SL_FIELD_FORGET_IDLE_MS] = {"forget_idle_ms", SL_FIELD_INT, 100, 86400000, false, 600000,
+                                 NULL},
+    [SL_FIELD_MAX_DISCOVERED_TENANTS] = {"max_discovered_tenants", SL_FIELD_INT, 1, 1000000, false,
+                                         10000, NULL},
 
     [SL_FIELD_RATE_JOBS] = {"rate", SL_FIELD_RATE, SL_RATE_MILLI_MIN, SL_RATE_MILLI_MAX, true, 0,
                             NULL},

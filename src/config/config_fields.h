@@ -26,6 +26,8 @@ typedef enum sl_field_id {
     /* top level (sl_config) */
     SL_FIELD_WORKERS,
     SL_FIELD_GRACE_MS,
+    SL_FIELD_FORGET_IDLE_MS,
+    SL_FIELD_MAX_DISCOVERED_TENANTS,
     /* a tenant (sl_tenant_config) */
     SL_FIELD_RATE_JOBS, /* also a bucket limit's "rate" */
     SL_FIELD_CAPACITY,

@@ -3,6 +3,7 @@
 
 #include "job/claim_policy.h"
 #include "redis/claim.h"
+#include "redis/redis_errors.h"
 
 void sl_ack_batch_init(sl_ack_batch *b)
 {
@@ -60,7 +61,7 @@ sl_ack_step sl_ack_batch_timer(const sl_ack_batch *b, bool draining, int64_t now
 bool sl_ack_batch_take(sl_ack_batch *b, const char *sha, const sl_tenant_keys *keys,
                        const char *tenant)
 {
-    if (b->outstanding || !sha) {
+    if (b->outstanding || b->backoff || !sha) {
         b->due = true; /* the reply, or readiness, flushes again */
         return false;
     }
@@ -74,6 +75,9 @@ bool sl_ack_batch_take(sl_ack_batch *b, const char *sha, const sl_tenant_keys *k
         sl_argv_add(&b->sending, b->filling.text + b->filling.offsets[i], b->filling.lengths[i]);
     sl_argv_reset(&b->filling);
     b->first_us = 0;
+    b->sending_lease = b->filling_lease;
+    b->filling_lease = 0;
+    b->failures = 0;
     return true;
 }
 
@@ -92,7 +96,38 @@ bool sl_ack_batch_replied(sl_ack_batch *b, bool answered)
         b->resend = true; /* sent again by the tenant once Redis is ready */
         return false;
     }
+    b->failures = 0;
     return b->due;
+}
+
+void sl_ack_batch_lease(sl_ack_batch *b, int64_t lease)
+{
+    if (lease > b->filling_lease)
+        b->filling_lease = lease;
+}
+
+sl_ack_resend sl_ack_batch_failed(sl_ack_batch *b, int64_t redis_now_us)
+{
+    b->outstanding = false;
+    int64_t delay = sl_redis_transient_backoff_us(b->failures + 1);
+    if (redis_now_us + delay > b->sending_lease - SL_ACK_RESEND_MARGIN_US) {
+        /* Too late to matter: the leases return the jobs (at least once). */
+        b->resend = false;
+        b->backoff = false;
+        b->failures = 0;
+        sl_argv_reset(&b->sending);
+        return (sl_ack_resend){.give_up = true, .after_us = -1,
+                                .flush = b->due || b->filling.count > 0};
+    }
+    b->failures++;
+    b->resend = true;
+    b->backoff = true;
+    return (sl_ack_resend){.give_up = false, .after_us = delay, .flush = false};
+}
+
+void sl_ack_batch_backoff_over(sl_ack_batch *b)
+{
+    b->backoff = false;
 }
 
 bool sl_ack_batch_idle(const sl_ack_batch *b)

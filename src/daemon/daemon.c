@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <inttypes.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 #include <event2/thread.h>
 
 #include "daemon/admin.h"
+#include "daemon/config_retire.h"
 #include "config/config_reload.h"
 #include "daemon/daemon.h"
 #include "base/log.h"
@@ -27,9 +29,14 @@
 typedef struct daemon_state {
     const sl_config *config; /* the running one */
     const char *config_path; /* re-read on SIGHUP */
-    sl_config **reloaded;    /* every configuration loaded by SIGHUP: kept until
-                                the end, since workers may still point into them */
+    sl_config_version **reloaded; /* configurations loaded by SIGHUP, oldest
+                                first, each freed once no worker uses it
+                                (config_retire.h); the last is the running one */
     size_t reload_count;
+    unsigned generation;     /* the running configuration's */
+    unsigned *in_use;        /* per worker: its oldest generation (scratch) */
+    struct event *retire_timer;
+    sl_discovery_shared discovery;
     sl_admin *admin;
     sl_admin_source admin_source;
     struct event_base *base;
@@ -137,19 +144,52 @@ static void reload(daemon_state *d)
         sl_config_free(next);
         return;
     }
-    sl_config **more = realloc(d->reloaded, (d->reload_count + 1) * sizeof *more);
-    if (!more) {
+    sl_config_version **more = realloc(d->reloaded, (d->reload_count + 1) * sizeof *more);
+    sl_config_version *version = more ? malloc(sizeof *version) : NULL;
+    if (more)
+        d->reloaded = more;
+    if (!version) {
         SL_LOG(SL_LOG_ERROR, "msg=\"reload failed: out of memory\"");
         sl_config_free(next);
         return;
     }
-    d->reloaded = more;
-    d->reloaded[d->reload_count++] = next;
+    *version = (sl_config_version){next, ++d->generation};
+    d->reloaded[d->reload_count++] = version;
     d->config = next;
     for (int i = 0; i < d->started; i++)
-        sl_worker_reload(d->workers[i], next);
+        sl_worker_reload(d->workers[i], version);
     SL_LOG(SL_LOG_INFO, "msg=\"configuration reloaded\" file=%s tenants=%zu template=%s",
            d->config_path, next->tenant_count, next->template_tenant ? "yes" : "no");
+}
+
+/* Frees the configurations no worker uses any more (config_retire.h). */
+static void retire_configs(daemon_state *d)
+{
+    if (d->started < d->worker_count || !d->in_use)
+        return; /* some worker never ran: keep everything */
+    for (int i = 0; i < d->started; i++)
+        d->in_use[i] = sl_worker_oldest_generation(d->workers[i]);
+    unsigned kept[64];
+    size_t n = d->reload_count < 64 ? d->reload_count : 64;
+    for (size_t i = 0; i < n; i++)
+        kept[i] = d->reloaded[i]->generation;
+    size_t done = sl_configs_retirable(kept, n, d->in_use, (size_t)d->started);
+    if (done == 0)
+        return;
+    for (size_t i = 0; i < done; i++) {
+        sl_config_free(d->reloaded[i]->config);
+        free(d->reloaded[i]);
+    }
+    memmove(d->reloaded, d->reloaded + done, (d->reload_count - done) * sizeof *d->reloaded);
+    d->reload_count -= done;
+    SL_LOG(SL_LOG_DEBUG, "msg=\"old configurations freed\" count=%zu kept=%zu", done, d->reload_count);
+}
+
+static void on_retire_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    retire_configs(arg);
 }
 
 static void on_hup(evutil_socket_t sig, short kind, void *arg)
@@ -164,6 +204,7 @@ static void on_hup(evutil_socket_t sig, short kind, void *arg)
              sl_monotonic_us());
     sl_sd_notify(reloading);
     reload(d);
+    retire_configs(d);
     sl_sd_notify("READY=1");
 }
 
@@ -178,7 +219,10 @@ static bool admin_metrics(void *ctx, struct evbuffer *out)
         view.tenant_count += sl_worker_tenant_views(d->workers[i], NULL, 0);
         view.ready &= sl_worker_ready(d->workers[i]);
         sl_worker_redis_counts(d->workers[i], &view.redis_errors, &view.redis_reconnects);
+        sl_worker_discovery_refused(d->workers[i], &view.discovery_refused);
     }
+    long long discovered = atomic_load(&d->discovery.discovered);
+    view.discovered_tenants = discovered > 0 ? (uint64_t)discovered : 0;
     sl_tenant_view *tenants = calloc(view.tenant_count + 1, sizeof *tenants);
     size_t filled = 0;
     for (int i = 0; tenants && i < d->started; i++)
@@ -224,31 +268,36 @@ int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace)
     signal(SIGPIPE, SIG_IGN);
     daemon_state d = {.config = config, .config_path = config_path};
     atomic_init(&d.finished, 0);
+    atomic_init(&d.discovery.discovered, 0);
     int n = config->workers;
     d.worker_count = n;
     d.base = event_base_new();
     d.workers = calloc((size_t)n, sizeof *d.workers);
     d.threads = calloc((size_t)n, sizeof *d.threads);
     d.exit_codes = calloc((size_t)n, sizeof *d.exit_codes);
+    d.in_use = calloc((size_t)n, sizeof *d.in_use);
     worker_start *starts = calloc((size_t)n, sizeof *starts);
     struct event *term = d.base ? evsignal_new(d.base, SIGTERM, on_stop_signal, &d) : NULL;
     struct event *interrupt = d.base ? evsignal_new(d.base, SIGINT, on_stop_signal, &d) : NULL;
     struct event *hup = d.base ? evsignal_new(d.base, SIGHUP, on_hup, &d) : NULL;
     d.worker_done = d.base ? event_new(d.base, -1, 0, on_worker_done, &d) : NULL;
+    d.retire_timer = d.base ? event_new(d.base, -1, EV_PERSIST, on_retire_timer, &d) : NULL;
     int code = 1;
-    if (!d.base || !d.workers || !d.threads || !d.exit_codes || !starts || !term || !interrupt ||
-        !hup || !d.worker_done) {
+    if (!d.base || !d.workers || !d.threads || !d.exit_codes || !d.in_use || !starts || !term ||
+        !interrupt || !hup || !d.worker_done || !d.retire_timer) {
         SL_LOG(SL_LOG_ERROR, "msg=\"out of memory starting the daemon\"");
         goto done;
     }
     event_add(term, NULL);
     event_add(interrupt, NULL);
     event_add(hup, NULL);
+    struct timeval retire_every = {1, 0};
+    event_add(d.retire_timer, &retire_every);
     SL_LOG(SL_LOG_INFO, "msg=\"starting\" workers=%d tenants=%zu template=%s redis=%s", n,
            config->tenant_count, config->template_tenant ? "yes" : "no",
            config->redis_url_redacted);
     for (int i = 0; i < n; i++) {
-        d.workers[i] = sl_worker_new(config, i, n, random_seed(), trace);
+        d.workers[i] = sl_worker_new(config, i, n, random_seed(), trace, &d.discovery);
         starts[i] = (worker_start){&d, i};
         if (!d.workers[i] || pthread_create(&d.threads[i], NULL, worker_thread, &starts[i]) != 0) {
             SL_LOG(SL_LOG_ERROR, "msg=\"cannot start worker\" worker=%d", i);
@@ -317,12 +366,17 @@ done:
         event_free(hup);
     if (d.worker_done)
         event_free(d.worker_done);
+    if (d.retire_timer)
+        event_free(d.retire_timer);
     if (d.base)
         event_base_free(d.base);
     free(starts);
-    for (size_t i = 0; i < d.reload_count; i++)
-        sl_config_free(d.reloaded[i]);
+    for (size_t i = 0; i < d.reload_count; i++) {
+        sl_config_free(d.reloaded[i]->config);
+        free(d.reloaded[i]);
+    }
     free(d.reloaded);
+    free(d.in_use);
     free(d.last_heartbeat);
     free(d.exit_codes);
     free(d.threads);

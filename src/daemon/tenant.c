@@ -34,6 +34,7 @@
 #include "job/request.h"
 #include "redis/claim.h"
 #include "redis/keys.h"
+#include "redis/redis_errors.h"
 
 /* A claimed job, from its claim until its outcome is acked. */
 typedef struct job {
@@ -78,6 +79,10 @@ struct tenant {
 
     sl_ack_batch acks;    /* outcomes on their way to Redis (ack_batch.h) */
     struct event *ack_timer;
+    struct event *resend_timer; /* a failed ack's backoff */
+    int claim_failures;   /* transient claim errors in a row: their backoff */
+    int64_t busy_us;      /* sl_tenant_busy_at */
+    unsigned generation;  /* of the configuration config points into */
 
     sl_tenant_metrics metrics; /* read by the admin thread's scrapes */
 };
@@ -164,16 +169,43 @@ static void ack_added(tenant *t)
         ack_flush(t);
 }
 
+/* Redis's clock now, as this host knows it. */
+static int64_t redis_now_us(const tenant *t)
+{
+    return sl_realtime_us() + t->env->clock.offset_us;
+}
+
+/* The ack did not apply (connection lost, or Redis busy, loading, out of
+ * memory...): send it again after a backoff, or leave its jobs to their
+ * leases once a resend could not beat them (ack_batch.h). */
+static void ack_failed(tenant *t, const char *error)
+{
+    sl_ack_resend r = sl_ack_batch_failed(&t->acks, redis_now_us(t));
+    if (!r.give_up) {
+        SL_LOG(SL_LOG_DEBUG, "msg=\"ack not applied, sending it again\" tenant=%s after_ms=%" PRId64
+               " error=\"%s\"", t->name, r.after_us / 1000, error);
+        arm(t->resend_timer, r.after_us);
+        return;
+    }
+    SL_LOG(SL_LOG_WARNING, "msg=\"ack not applied before the leases end; they will return the jobs\" tenant=%s error=\"%s\"",
+           t->name, error);
+    if (r.flush)
+        ack_flush(t);
+}
+
 static void on_ack_reply(redisReply *reply, void *arg)
 {
     tenant *t = arg;
-    bool answered = reply && !sl_redis_is_noscript(reply);
-    bool flush = sl_ack_batch_replied(&t->acks, answered); /* unanswered: resent by sl_tenant_resume */
-    if (!answered) {
-        if (reply)
-            sl_redis_conn_reload_scripts(t->env->redis);
+    if (sl_redis_is_noscript(reply)) {
+        sl_ack_batch_replied(&t->acks, false); /* resent by sl_tenant_resume */
+        sl_redis_conn_reload_scripts(t->env->redis);
         return;
     }
+    if (!reply || (reply->type == REDIS_REPLY_ERROR && sl_redis_error_transient(reply->str))) {
+        ack_failed(t, reply ? reply->str : "connection lost");
+        return;
+    }
+    bool flush = sl_ack_batch_replied(&t->acks, true);
     if (reply->type == REDIS_REPLY_ERROR)
         SL_LOG(SL_LOG_ERROR, "msg=\"ack failed; leases will expire and the jobs be retried\" tenant=%s error=\"%s\"",
                t->name, reply->str);
@@ -208,10 +240,20 @@ static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
         arm(t->ack_timer, step.arm_us);
 }
 
+static void on_resend_timer(evutil_socket_t fd, short kind, void *arg)
+{
+    (void)fd;
+    (void)kind;
+    tenant *t = arg;
+    sl_ack_batch_backoff_over(&t->acks);
+    ack_flush(t);
+}
+
 static void release_job(tenant *t, job *j)
 {
     /* The batch's size so far orders the jobs handed back within it. */
     sl_ack_release(&t->acks.filling, j->id, j->lease, (int64_t)t->acks.filling.count);
+    sl_ack_batch_lease(&t->acks, j->lease);
     sl_counter_add(&t->metrics.released, 1);
     ack_added(t);
     job_free(j);
@@ -221,6 +263,7 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
                             const char *error)
 {
     sl_ack_dead(&t->acks.filling, j->id, j->lease, reason, status, attempted, error);
+    sl_ack_batch_lease(&t->acks, j->lease);
     sl_counter_add(&t->metrics.dead_lettered, 1);
     sl_label_add(&t->metrics.dead_reasons, reason, strlen(reason), 1);
     ack_added(t);
@@ -230,6 +273,7 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
 static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
 {
     sl_ack_retry(&t->acks.filling, j->id, j->lease, delay_us, error);
+    sl_ack_batch_lease(&t->acks, j->lease);
     sl_counter_add(&t->metrics.retried, 1);
     job_free(j);
 }
@@ -264,6 +308,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
     switch (outcome.kind) {
     case SL_OUTCOME_DELIVERED:
         sl_ack_done(&t->acks.filling, j->id, j->lease);
+        sl_ack_batch_lease(&t->acks, j->lease);
         sl_counter_add(&t->metrics.delivered, 1);
         job_free(j);
         break;
@@ -442,6 +487,16 @@ static void on_claim_reply(redisReply *reply, void *arg)
         sl_redis_conn_reload_scripts(env->redis);
         return;
     }
+    if (reply->type == REDIS_REPLY_ERROR && sl_redis_error_transient(reply->str)) {
+        /* Redis is loading, busy, out of memory...: not a fault; claim
+         * again after a backoff. */
+        int64_t delay = sl_redis_transient_backoff_us(++t->claim_failures);
+        SL_LOG(SL_LOG_DEBUG, "msg=\"claim refused for now\" tenant=%s after_ms=%" PRId64 " error=\"%s\"",
+               t->name, delay / 1000, reply->str);
+        schedule_claim(t, delay);
+        return;
+    }
+    t->claim_failures = 0;
     int64_t received = sl_realtime_us();
     sl_claimed_job jobs[SL_CLAIM_BATCH];
     sl_claim_result result;
@@ -453,6 +508,8 @@ static void on_claim_reply(redisReply *reply, void *arg)
     }
     sl_redis_clock_observe(&env->clock, result.now_us, t->claim_sent_us, received);
     count_claim(t, &result);
+    if (result.job_count > 0 || result.dead_lettered > 0 || result.queue_len > 0 || result.next_us != 0)
+        t->busy_us = received;
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i], result.now_us);
     if (result.reaped)
@@ -533,6 +590,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
     free(t->limits);
     t->limits = limits;
     t->config = config;
+    t->generation = t->env->config_generation;
     t->claim = (sl_claim_params){
         .prefix = process->prefix,
         .tenant = t->name,
@@ -572,11 +630,14 @@ tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_conf
     sl_tenant_metrics_init(&t->metrics);
     sl_tenant_keys_init(&t->keys, env->config->prefix, t->name);
     t->idle_ms = SL_IDLE_MIN_MS;
+    t->busy_us = sl_realtime_us();
     sl_ack_batch_init(&t->acks);
     t->claim_timer = evtimer_new(env->base, on_claim_timer, t);
     t->release_timer = evtimer_new(env->base, on_release_timer, t);
     t->ack_timer = evtimer_new(env->base, on_ack_timer, t);
-    if (!apply_rules(t, config) || !t->claim_timer || !t->release_timer || !t->ack_timer) {
+    t->resend_timer = evtimer_new(env->base, on_resend_timer, t);
+    if (!apply_rules(t, config) || !t->claim_timer || !t->release_timer || !t->ack_timer ||
+        !t->resend_timer) {
         sl_tenant_free(t);
         return NULL;
     }
@@ -620,6 +681,8 @@ void sl_tenant_free(tenant *t)
         event_free(t->release_timer);
     if (t->ack_timer)
         event_free(t->ack_timer);
+    if (t->resend_timer)
+        event_free(t->resend_timer);
     sl_ack_batch_free(&t->acks);
     free(t->limits);
     sl_tenant_metrics_clear(&t->metrics);
@@ -667,4 +730,19 @@ const char *sl_tenant_name(const tenant *t)
 const sl_tenant_metrics *sl_tenant_metrics_of(const tenant *t)
 {
     return &t->metrics;
+}
+
+int64_t sl_tenant_busy_at(const tenant *t)
+{
+    return t->busy_us;
+}
+
+const sl_tenant_keys *sl_tenant_keys_of(const tenant *t)
+{
+    return &t->keys;
+}
+
+unsigned sl_tenant_generation(const tenant *t)
+{
+    return t->generation;
 }

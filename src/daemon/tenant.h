@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "daemon/redis_clock.h"
 #include "http/http_client.h"
+#include "redis/keys.h"
 #include "redis/redis_argv.h"
 #include "redis/redis_conn.h"
 
@@ -27,6 +28,8 @@ struct event_base;
 typedef struct sl_tenant_env {
     struct event_base *base;   /* the worker's loop: the tenants' timers */
     const sl_config *config;   /* the configuration in force (its prefix) */
+    unsigned config_generation; /* config's generation (0: the one read at
+                                   start; each reload one more) */
     sl_redis_conn *redis;      /* claims and acks */
     sl_http_client *http;      /* deliveries; NULL once the grace period ran out */
     sl_redis_clock clock;      /* Redis's clock as this host knows it */
@@ -69,5 +72,14 @@ bool sl_tenant_reconfigure(tenant *t, const sl_tenant_config *rules);
 void sl_tenant_retire(tenant *t);
 /* Nothing under way: no job held, no ack pending. */
 bool sl_tenant_idle(const tenant *t);
+/* When (this host's CLOCK_REALTIME, us) a claim last found work for t
+ * (jobs claimed or dead-lettered, a queue not empty, a retry coming), or
+ * when t was made: a tenant quiet for long may be forgotten. */
+int64_t sl_tenant_busy_at(const tenant *t);
+/* The tenant's key names (owned by t). */
+const sl_tenant_keys *sl_tenant_keys_of(const tenant *t);
+/* The generation (sl_tenant_env.config_generation) of the configuration
+ * t's rules point into: it must stay alive while t lives with them. */
+unsigned sl_tenant_generation(const tenant *t);
 
 #endif

@@ -19,6 +19,7 @@
 #include "daemon/worker_policy.h"
 #include "redis/keys.h"
 #include "redis/notify.h"
+#include "redis/redis_errors.h"
 
 #define DISCOVER_EVERY_MS 1000 /* SL_DISCOVER_NOTIFIED_EVERY_TICKS: 30 s with notifications */
 #define DRAIN_CHECK_MS 10
@@ -35,7 +36,12 @@ struct worker {
     sl_notify *notify;       /* keyspace notifications, when the server has them */
     struct event *wakeup;    /* the main thread activates it after setting command */
     struct event *reload;    /* ... and this one after setting pending_config */
-    _Atomic(const sl_config *) pending_config;
+    _Atomic(const sl_config_version *) pending_config;
+    atomic_uint oldest_generation; /* sl_worker_oldest_generation */
+    sl_discovery_shared *shared;  /* the process's count of discovered tenants */
+    size_t discovered;       /* tenants of this worker served through "*" */
+    sl_counter discover_refused; /* ... refused by max_discovered_tenants */
+    int64_t cap_logged_us;   /* the cap's last log line */
     atomic_int command;
     atomic_uint heartbeat;   /* bumped by the loop: the watchdog sees it alive */
     struct event *heartbeat_timer;
@@ -102,9 +108,109 @@ static tenant *add_tenant(worker *w, const char *name, const sl_tenant_config *c
     return t;
 }
 
+/* Frees the tenant at index i (idle: nothing of it is pending). */
+static void remove_tenant(worker *w, size_t i)
+{
+    tenant *t = w->tenants[i];
+    pthread_mutex_lock(&w->tenants_lock);
+    w->tenants[i] = w->tenants[--w->tenant_count];
+    pthread_mutex_unlock(&w->tenants_lock);
+    sl_tenant_free(t);
+}
+
 /* ---- discovery of tenants through the "*" template ---- */
 
+/* A tenant not listed in the configuration: served through "*", or
+ * (rules NULL) left over from a configuration that listed it. */
+static bool listed(const worker *w, const char *name)
+{
+    const sl_tenant_config *rules = sl_config_tenant_for(w->env.config, name);
+    return rules && rules != w->env.config->template_tenant;
+}
+
+/* Serves name through the template, if the cap allows; claims at once. */
+static void discover(worker *w, const char *name, const sl_tenant_config *config)
+{
+    if (!sl_discover_allowed(atomic_load(&w->shared->discovered), w->env.config->max_discovered_tenants)) {
+        sl_counter_add(&w->discover_refused, 1);
+        if (sl_discover_cap_log_due(&w->cap_logged_us, sl_realtime_us()))
+            SL_LOG(SL_LOG_WARNING, "msg=\"max_discovered_tenants reached: not serving a new tenant until one is forgotten\" tenant=%s max=%" PRId64,
+                   name, w->env.config->max_discovered_tenants);
+        return;
+    }
+    tenant *t = add_tenant(w, name, config);
+    if (!t)
+        return;
+    w->discovered++;
+    atomic_fetch_add(&w->shared->discovered, 1);
+    SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
+    sl_tenant_claim(t);
+}
+
+/* The reply to EXISTS on a quiet tenant's queue, retry and inflight keys:
+ * none left, and still quiet, it is forgotten (found again by discovery
+ * or a push once it has work). */
+typedef struct forget_check {
+    worker *w;
+    char name[SL_TENANT_NAME_MAX + 1];
+} forget_check;
+
+static void on_forget_reply(redisReply *reply, void *arg)
+{
+    forget_check *check = arg;
+    worker *w = check->w;
+    if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0 && !listed(w, check->name)) {
+        for (size_t i = 0; i < w->tenant_count; i++) {
+            tenant *t = w->tenants[i];
+            if (strcmp(sl_tenant_name(t), check->name) != 0)
+                continue;
+            if (sl_forget_due(sl_tenant_idle(t), sl_tenant_busy_at(t),
+                              w->env.config->forget_idle_ms * 1000, sl_realtime_us())) {
+                SL_LOG(SL_LOG_INFO, "msg=\"idle tenant forgotten\" tenant=%s worker=%d", check->name,
+                       w->index);
+                remove_tenant(w, i);
+                w->discovered--;
+                atomic_fetch_sub(&w->shared->discovered, 1);
+            }
+            break;
+        }
+    }
+    free(check);
+}
+
+/* Each discovery tick: quiet discovered tenants get their keys checked
+ * (on_forget_reply), and tenants the configuration no longer lists nor
+ * the template serves are freed once idle. */
+static void forget_quiet_tenants(worker *w)
+{
+    int64_t now = sl_realtime_us();
+    int64_t after_us = w->env.config->forget_idle_ms * 1000;
+    for (size_t i = w->tenant_count; i-- > 0;) {
+        tenant *t = w->tenants[i];
+        const char *name = sl_tenant_name(t);
+        const sl_tenant_config *rules = sl_config_tenant_for(w->env.config, name);
+        if (!rules) {
+            if (sl_tenant_idle(t))
+                remove_tenant(w, i); /* retired: its jobs are all acked */
+            continue;
+        }
+        if (rules != w->env.config->template_tenant || !sl_redis_conn_ready(w->env.redis) ||
+            !sl_forget_due(sl_tenant_idle(t), sl_tenant_busy_at(t), after_us, now))
+            continue;
+        forget_check *check = malloc(sizeof *check);
+        if (!check)
+            return;
+        check->w = w;
+        snprintf(check->name, sizeof check->name, "%s", name);
+        const sl_tenant_keys *keys = sl_tenant_keys_of(t);
+        const char *argv[] = {"EXISTS", keys->queue, keys->retry, keys->inflight};
+        if (!sl_redis_conn_send(w->env.redis, 4, argv, NULL, on_forget_reply, check))
+            free(check);
+    }
+}
+
 static void scan_page(worker *w);
+static void publish_oldest_generation(worker *w);
 
 static void on_scan_reply(redisReply *reply, void *arg)
 {
@@ -113,7 +219,8 @@ static void on_scan_reply(redisReply *reply, void *arg)
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
         reply->element[1]->type != REDIS_REPLY_ARRAY) {
         if (reply && reply->type == REDIS_REPLY_ERROR)
-            SL_LOG(SL_LOG_ERROR, "msg=\"SCAN failed\" error=\"%s\"", reply->str);
+            SL_LOG(sl_redis_error_transient(reply->str) ? SL_LOG_DEBUG : SL_LOG_ERROR,
+                   "msg=\"SCAN failed; the next tick scans again\" error=\"%s\"", reply->str);
         snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
         return;
     }
@@ -121,19 +228,14 @@ static void on_scan_reply(redisReply *reply, void *arg)
     const redisReply *keys = reply->element[1];
     for (size_t i = 0; i < keys->elements; i++) {
         char name[SL_TENANT_NAME_MAX + 1];
-        if (!sl_tenant_from_queue_key(keys->element[i]->str, keys->element[i]->len,
-                                      w->env.config->prefix, name, sizeof name))
+        if (!sl_tenant_from_work_key(keys->element[i]->str, keys->element[i]->len,
+                                     w->env.config->prefix, name, sizeof name))
             continue;
         if (sl_worker_for_tenant(name, w->count) != w->index || find_tenant(w, name))
             continue;
         const sl_tenant_config *config = sl_config_tenant_for(w->env.config, name);
-        if (!config)
-            continue;
-        tenant *t = add_tenant(w, name, config);
-        if (t) {
-            SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
-            sl_tenant_claim(t);
-        }
+        if (config)
+            discover(w, name, config);
     }
     if (strcmp(w->scan_cursor, "0") != 0 && !w->env.draining)
         scan_page(w);
@@ -142,7 +244,7 @@ static void on_scan_reply(redisReply *reply, void *arg)
 static void scan_page(worker *w)
 {
     char pattern[SL_KEY_MAX];
-    snprintf(pattern, sizeof pattern, "%s:{*}:queue", w->env.config->prefix);
+    sl_work_key_pattern(pattern, w->env.config->prefix);
     sl_argv_reset(&w->scan_argv);
     sl_argv_add_str(&w->scan_argv, "SCAN");
     sl_argv_add_str(&w->scan_argv, w->scan_cursor);
@@ -161,7 +263,10 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    if (!sl_discover_on_tick(&w->discover_ticks, w->env.notified))
+    if (!w->env.draining)
+        forget_quiet_tenants(w); /* the key checks need Redis, retired tenants do not */
+    publish_oldest_generation(w);
+    if (!w->env.config->template_tenant || !sl_discover_on_tick(&w->discover_ticks, w->env.notified))
         return;
     if (!w->scanning && !w->env.draining && sl_redis_conn_ready(w->env.redis))
         scan_page(w);
@@ -180,10 +285,8 @@ static void on_push(void *arg, const char *name)
         return;
     }
     const sl_tenant_config *config = sl_config_tenant_for(w->env.config, name);
-    if (config && (t = add_tenant(w, name, config))) {
-        SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
-        sl_tenant_claim(t);
-    }
+    if (config)
+        discover(w, name, config);
 }
 
 static void on_notify_state(void *arg, bool active)
@@ -249,7 +352,9 @@ static void on_clock_timer(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     worker *w = arg;
-    if (sl_redis_conn_ready(w->env.redis) && sl_redis_clock_ready(&w->env.clock))
+    /* Also while the clock is not known yet: a probe answered with an
+     * error (Redis busy or loading) is not sent again by its reply. */
+    if (sl_redis_conn_ready(w->env.redis))
         send_clock_probe(w);
 }
 
@@ -346,42 +451,74 @@ static bool add_listed_tenants(worker *w, bool claim)
     return all;
 }
 
-/* A new configuration (validated by the main thread, which keeps every
- * configuration alive until the process ends, so nothing still pointing
- * into the old one dangles). Tenants take their new rules for their next
- * claims; jobs already given a slot keep it. */
+/* The oldest generation anything of w still points into, published for
+ * the main thread, which frees older configurations. */
+static void publish_oldest_generation(worker *w)
+{
+    unsigned oldest = w->env.config_generation;
+    for (size_t i = 0; i < w->tenant_count; i++) {
+        unsigned g = sl_tenant_generation(w->tenants[i]);
+        oldest = sl_oldest_generation(oldest, &g, 1);
+    }
+    atomic_store(&w->oldest_generation, oldest);
+}
+
+/* Recounts the tenants served through "*" (a reload may list one, or
+ * stop listing it). */
+static void recount_discovered(worker *w)
+{
+    size_t n = 0;
+    const sl_tenant_config *template_rules = w->env.config->template_tenant;
+    for (size_t i = 0; template_rules && i < w->tenant_count; i++)
+        n += sl_config_tenant_for(w->env.config, sl_tenant_name(w->tenants[i])) == template_rules;
+    atomic_fetch_add(&w->shared->discovered, (long long)n - (long long)w->discovered);
+    w->discovered = n;
+}
+
+/* A new configuration, validated by the main thread, which frees an old
+ * one only once every worker's oldest generation is past it: tenants take
+ * their new rules for their next claims (jobs already given a slot keep
+ * it; requests in flight own copies of all they send); a tenant no longer
+ * configured keeps its old rules until it is idle, and is then freed. */
 static void on_reload(evutil_socket_t fd, short kind, void *arg)
 {
     (void)fd;
     (void)kind;
     worker *w = arg;
-    const sl_config *config = atomic_exchange(&w->pending_config, NULL);
-    if (!config)
+    const sl_config_version *version = atomic_exchange(&w->pending_config, NULL);
+    if (!version)
         return;
+    const sl_config *config = version->config;
     w->env.config = config;
-    for (size_t i = 0; i < w->tenant_count; i++) {
+    w->env.config_generation = version->generation;
+    for (size_t i = w->tenant_count; i-- > 0;) {
         tenant *t = w->tenants[i];
         const sl_tenant_config *rules = sl_config_tenant_for(config, sl_tenant_name(t));
         if (!rules) {
             SL_LOG(SL_LOG_WARNING, "msg=\"tenant no longer configured: not claiming its jobs, which stay queued\" tenant=%s",
                    sl_tenant_name(t));
             sl_tenant_retire(t);
+            if (sl_tenant_idle(t))
+                remove_tenant(w, i);
         } else if (!sl_tenant_reconfigure(t, rules)) {
             SL_LOG(SL_LOG_ERROR, "msg=\"out of memory applying the new configuration; the tenant keeps its old rules\" tenant=%s",
                    sl_tenant_name(t));
         }
     }
     (void)add_listed_tenants(w, !w->env.draining);
-    if (config->template_tenant && !w->env.draining && !evtimer_pending(w->discover_timer, NULL)) {
-        struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
-        event_add(w->discover_timer, &every);
-    }
+    recount_discovered(w);
+    publish_oldest_generation(w);
 }
 
-void sl_worker_reload(worker *w, const sl_config *config)
+void sl_worker_reload(worker *w, const sl_config_version *version)
 {
-    atomic_store(&w->pending_config, config);
+    atomic_store(&w->pending_config, version);
     event_active(w->reload, EV_READ, 0);
+}
+
+unsigned sl_worker_oldest_generation(worker *w)
+{
+    return atomic_load(&w->oldest_generation);
 }
 
 /* ---- what the admin endpoint reads ---- */
@@ -414,6 +551,11 @@ void sl_worker_redis_counts(worker *w, uint64_t *errors, uint64_t *reconnects)
     *reconnects += sl_counter_read(&w->redis_metrics.reconnects);
 }
 
+void sl_worker_discovery_refused(worker *w, uint64_t *refused)
+{
+    *refused += sl_counter_read(&w->discover_refused);
+}
+
 /* ---- the thread ---- */
 
 static void on_heartbeat(evutil_socket_t fd, short kind, void *arg)
@@ -436,6 +578,8 @@ static void worker_cleanup(worker *w)
     sl_redis_conn_free(w->env.redis); /* pending callbacks see NULL replies */
     w->env.redis = NULL;
     atomic_store(&w->redis_ready, false);
+    atomic_fetch_sub(&w->shared->discovered, (long long)w->discovered);
+    w->discovered = 0;
     pthread_mutex_lock(&w->tenants_lock);
     for (size_t i = 0; i < w->tenant_count; i++)
         sl_tenant_free(w->tenants[i]);
@@ -480,10 +624,10 @@ static bool worker_setup(worker *w)
     event_add(w->clock_timer, &probe_every);
     if (!add_listed_tenants(w, false))
         return false;
-    if (w->env.config->template_tenant) {
-        struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
-        event_add(w->discover_timer, &every);
-    }
+    /* Also without the template: it frees retired tenants once idle, and
+     * publishes the oldest configuration in use. */
+    struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
+    event_add(w->discover_timer, &every);
     w->env.redis = sl_redis_conn_new(w->env.base, &w->env.config->redis, &w->redis_metrics, on_redis_ready, w);
     w->notify = sl_notify_new(w->env.base, &w->env.config->redis, w->env.config->prefix, on_push,
                               on_notify_state, w);
@@ -507,7 +651,8 @@ int sl_worker_run(worker *w)
     return w->exit_code;
 }
 
-worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed, FILE *trace)
+worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t seed, FILE *trace,
+                      sl_discovery_shared *shared)
 {
     worker *w = calloc(1, sizeof *w);
     if (!w)
@@ -521,6 +666,8 @@ worker *sl_worker_new(const sl_config *config, int index, int count, uint64_t se
     atomic_init(&w->heartbeat, 0);
     atomic_init(&w->redis_ready, false);
     atomic_init(&w->pending_config, NULL);
+    atomic_init(&w->oldest_generation, 0);
+    w->shared = shared;
     pthread_mutex_init(&w->tenants_lock, NULL);
     struct event_config *ec = event_config_new();
     if (ec) {

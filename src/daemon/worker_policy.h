@@ -1,11 +1,13 @@
 /* worker_policy.h - a worker thread's own decisions, apart from its
- * tenants': when a drain is over (or given up), and which ticks of the
- * discovery timer scan Redis for new tenants.
+ * tenants': when a drain is over (or given up), which ticks of the
+ * discovery timer scan Redis for new tenants, when a discovered tenant is
+ * forgotten and how many may be, and which configurations it still uses.
  * Pure: times are passed in (microseconds, this host's CLOCK_REALTIME). */
 #ifndef SLUICE_WORKER_POLICY_H
 #define SLUICE_WORKER_POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* After the grace period, acks get this long to be confirmed: a busy
@@ -37,5 +39,25 @@ bool sl_discover_on_tick(unsigned *ticks, bool notified);
 /* The tick count that makes the next tick scan (notifications came on
  * again: pushes made meanwhile went unseen). */
 unsigned sl_discover_next_tick(void);
+
+/* A tenant found through the "*" template, at now_us: its keys may be
+ * checked (and, if empty, the tenant forgotten) once it is idle (nothing
+ * held, nothing pending) and no claim has found work for it since
+ * busy_at_us for forget_after_us. */
+bool sl_forget_due(bool idle, int64_t busy_at_us, int64_t forget_after_us, int64_t now_us);
+
+/* Whether one more tenant may be discovered while discovered of them are
+ * served in the whole process, at most max (max_discovered_tenants). */
+bool sl_discover_allowed(int64_t discovered, int64_t max);
+
+/* A tenant was refused at now_us by the cap: whether to log it, at most
+ * once per SL_DISCOVER_CAP_LOG_EVERY_US (*last_log_us, 0 at first, is
+ * advanced when it says yes). */
+#define SL_DISCOVER_CAP_LOG_EVERY_US 60000000
+bool sl_discover_cap_log_due(int64_t *last_log_us, int64_t now_us);
+
+/* The oldest configuration generation a worker still uses: its own
+ * (current) and those its tenants' rules point into (generations[0..n)). */
+unsigned sl_oldest_generation(unsigned current, const unsigned *generations, size_t n);
 
 #endif

@@ -25,12 +25,12 @@ void sl_limit_key(char *out, const char *prefix, const char *tenant, const char 
     snprintf(out, SL_KEY_MAX, "%s:{%s}:limit:%s", prefix, tenant, limit_name);
 }
 
-bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefix, char *out,
-                              size_t out_size)
+/* The tenant of "<prefix>:{T}<suffix>", or false. */
+static bool tenant_from_key(const char *key, size_t key_len, const char *prefix, const char *suffix,
+                            char *out, size_t out_size)
 {
     size_t prefix_len = strlen(prefix);
-    static const char suffix[] = "}:queue";
-    size_t suffix_len = sizeof suffix - 1;
+    size_t suffix_len = strlen(suffix);
     if (key_len < prefix_len + 2 + 1 + suffix_len || memcmp(key, prefix, prefix_len) != 0 ||
         memcmp(key + prefix_len, ":{", 2) != 0 ||
         memcmp(key + key_len - suffix_len, suffix, suffix_len) != 0)
@@ -41,4 +41,26 @@ bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefi
     memcpy(out, key + prefix_len + 2, tenant_len);
     out[tenant_len] = '\0';
     return sl_tenant_name_valid(out);
+}
+
+bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefix, char *out,
+                              size_t out_size)
+{
+    return tenant_from_key(key, key_len, prefix, "}:queue", out, out_size);
+}
+
+bool sl_tenant_from_work_key(const char *key, size_t key_len, const char *prefix, char *out,
+                             size_t out_size)
+{
+    static const char *const suffixes[] = {"}:queue", "}:retry", "}:inflight"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++)
+        if (tenant_from_key(key, key_len, prefix, suffixes[i], out, out_size))
+            return true;
+    return false;
+}
+
+void sl_work_key_pattern(char *out, const char *prefix)
+{
+    /* queue, retry, inflight: no other key of a tenant starts with q, r or i */
+    snprintf(out, SL_KEY_MAX, "%s:{*}:[qri]*", prefix);
 }

@@ -29,4 +29,15 @@ void sl_limit_key(char *out, const char *prefix, const char *tenant, const char 
 bool sl_tenant_from_queue_key(const char *key, size_t key_len, const char *prefix, char *out,
                               size_t out_size);
 
+/* The tenant of a key that holds work, "<prefix>:{T}:queue", ":retry" or
+ * ":inflight" (jobs pushed, waiting for a retry, or leased), copied into
+ * out; false for any other key (":dlq", ":shape", ":jobs", a limit's) or
+ * an invalid T. Discovery finds tenants by these keys. */
+bool sl_tenant_from_work_key(const char *key, size_t key_len, const char *prefix, char *out,
+                             size_t out_size);
+
+/* The SCAN MATCH pattern of the keys sl_tenant_from_work_key accepts
+ * (and a few more that it then refuses), written to out (SL_KEY_MAX). */
+void sl_work_key_pattern(char *out, const char *prefix);
+
 #endif
