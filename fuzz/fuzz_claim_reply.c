@@ -27,6 +27,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis/claim.h"
+#include "redis/redis_errors.h"
 #include "redis/redis_conn.h"
 #include "violation.h"
 
@@ -91,6 +92,8 @@ static void check_reply(const redisReply *reply, size_t batch)
         sl_fuzz_violation("claim refused without a message");
     }
     sink += sl_redis_is_noscript(reply);
+    if (reply->type == REDIS_REPLY_ERROR || reply->type == REDIS_REPLY_STATUS)
+        sink += sl_redis_error_transient(reply->str); /* how the daemon reads an error reply */
     (void)sink;
 }
 
