@@ -9,12 +9,15 @@ RATES = [5, 10, 20, 50, 100, 200]  # jobs/s of the listed tenants, in turn
 TEMPLATE_RATE = 20  # jobs/s of the tenants only the "*" template governs
 
 # What the endpoint does to plain paths (sluice-sink's /_mode/BEHAVIOUR),
-# with weights: healthy a third of the time, else one of the failures the
-# issue names. The tenants' timeout_ms (chaos.TIMEOUT_MS) is 2,000: a
-# 1,500 ms answer is slow, a 3,000 ms one a timeout (delivered at the sink,
-# a failure for sluice: a duplicate by design).
+# with weights: the failures the issue names, and health. After a failure
+# the endpoint heals with probability HEAL, else it draws again: health
+# about half the time, and failures that follow each other sometimes. The
+# tenants' timeout_ms (chaos.TIMEOUT_MS) is 2,000: a 1,500 ms answer is
+# slow, a 3,000 ms one a timeout (delivered at the sink, a failure for
+# sluice: a duplicate by design).
+HEAL = 0.5
 MODES = [
-    ("ok", 30),
+    ("ok", 10),
     ("status/503", 10),
     ("status/500", 6),
     ("status/429?retry_after=1", 8),
@@ -97,7 +100,8 @@ def timeline(seed, seconds, kill_every, redis_every, mode_every, daemons=2, load
       ("redis", loading): SHUTDOWN SAVE and start Redis again, every
                    redis_every; the restart number loading_index (or the
                    last, if there are fewer) loads a dump slowly;
-      ("mode", m): the endpoint's mode from now, every mode_every.
+      ("mode", m): the endpoint's mode from now, every mode_every; after a
+                   failure, health with probability HEAL.
     Every interval is drawn uniformly from its range, from the seed."""
     rng = random.Random(seed)
     events = []
@@ -112,9 +116,10 @@ def timeline(seed, seconds, kill_every, redis_every, mode_every, daemons=2, load
         t += rng.uniform(*redis_every)
     slow = min(loading_index, len(restarts) - 1)
     events += [(t, "redis", k == slow) for k, t in enumerate(restarts)]
-    t = 0.0
+    t, mode = 0.0, "ok"
     while t < seconds:
-        events.append((t, "mode", pick_mode(rng)))
+        mode = "ok" if mode != "ok" and rng.random() < HEAL else pick_mode(rng)
+        events.append((t, "mode", mode))
         t += rng.uniform(*mode_every)
     events.append((float(seconds), "mode", "ok"))
     events.sort(key=lambda e: e[0])
@@ -144,3 +149,8 @@ def redis_argv(port, directory, load_delay_us=0):
         argv += ["--key-load-delay", str(load_delay_us),
                  "--loading-process-events-interval-bytes", "1024"]
     return argv
+
+
+def slow_past(mode, timeout_ms):
+    """True for a slow mode ("slow/MS") whose answers come after timeout_ms."""
+    return mode.startswith("slow/") and int(mode.split("/")[1]) >= timeout_ms

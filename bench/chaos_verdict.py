@@ -11,18 +11,18 @@ _LOG_LINE = re.compile(r'level=(error|warning) msg="([^"]*)"')
 
 
 def parse_sink_line(line):
-    """(key, body id, status) of one sink log line (bytes); body id is None
-    when the body names none; None for a malformed line. The log's fields:
-    arrival_us method uri key tenant status body x_test."""
+    """(arrival us, key, body id, status) of one sink log line (bytes); body
+    id is None when the body names none; None for a malformed line. The
+    log's fields: arrival_us method uri key tenant status body x_test."""
     parts = line.rstrip(b"\n").split(b"\t")
     if len(parts) < 8:
         return None
     try:
-        status = int(parts[5])
+        status, at = int(parts[5]), int(parts[0])
     except ValueError:
         return None
     m = _BODY_ID.search(parts[6])
-    return parts[3].decode("ascii", "replace"), m.group(1).decode() if m else None, status
+    return at, parts[3].decode("ascii", "replace"), m.group(1).decode() if m else None, status
 
 
 def dead_letter(record):
@@ -61,18 +61,20 @@ def status_class(status):
 def verdict(pushed, ambiguous, requests, dead):
     """The soak's accounting.
     pushed: {job id: tenant} surely pushed; ambiguous: ids whose push had
-    no answer (pushed or not); requests: [(key, body id, status)] in arrival
-    order; dead: [(job id, reason, http status)] of every record.
+    no answer (pushed or not); requests: [(arrival us, key, body id,
+    status)] in arrival order; dead: [(job id, reason, http status)] of every record.
     A job is delivered when the sink answered 2xx to a request carrying it
     (a slow answer counts even if sluice had given up on it); a duplicate is
-    each 2xx delivery after a job's first; lost is a pushed job neither
+    each 2xx delivery after a job's first (duplicate_first_us: the arrival
+    of that first, one per duplicate); lost is a pushed job neither
     delivered nor dead-lettered."""
     known = set(pushed) | set(ambiguous)
-    first_key, delivered_n = {}, {}
+    first_key, first_at, delivered_n = {}, {}, {}
     dup_other_key = key_mismatch = unknown = 0
     statuses = {}
     attempts = {}
-    for key, jid, status in requests:
+    dup_first_us = []
+    for at, key, jid, status in requests:
         c = status_class(status)
         statuses[c] = statuses.get(c, 0) + 1
         if jid is None or jid not in known:
@@ -85,9 +87,11 @@ def verdict(pushed, ambiguous, requests, dead):
             continue
         n = delivered_n.get(jid, 0)
         if n == 0:
-            first_key[jid] = key
-        elif key != first_key[jid]:
-            dup_other_key += 1
+            first_key[jid], first_at[jid] = key, at
+        else:
+            dup_first_us.append(first_at[jid])
+            if key != first_key[jid]:
+                dup_other_key += 1
         delivered_n[jid] = n + 1
     dead_reason, dead_by_reason, dead_twice = {}, {}, 0
     for jid, reason, _ in dead:
@@ -113,12 +117,40 @@ def verdict(pushed, ambiguous, requests, dead):
         "duplicates": sum(n - 1 for n in delivered_n.values()),
         "duplicated_jobs": sum(1 for n in delivered_n.values() if n > 1),
         "duplicates_other_key": dup_other_key,
+        "duplicate_first_us": dup_first_us,
         "key_mismatch": key_mismatch,
         "unknown_requests": unknown,
         "requests": len(requests),
         "statuses": statuses,
         "max_attempts_seen": max(attempts.values()) if attempts else 0,
     }
+
+
+def duplicate_causes(first_us, modes, kills, restarts, timed_out, reach_us=3500000):
+    """{cause: count} of duplicate deliveries, each by the arrival (us) of
+    its job's first 2xx: "timeout" when the endpoint's mode then answered
+    past the timeout (timed_out(mode); sluice saw a failure), "daemon kill"
+    when a daemon was SIGKILLed within reach_us after it (the answer or its
+    ack was pending), "redis restart" when Redis went down within reach_us
+    after it or was down or loading then ((start, end) windows: an ack that
+    failed), else "other". modes: [(us, mode)] in time order; kills: [us]."""
+    out = {}
+    for t in first_us:
+        mode = None
+        for since, m in modes:
+            if since > t:
+                break
+            mode = m
+        if mode is not None and timed_out(mode):
+            cause = "timeout"
+        elif any(t <= k <= t + reach_us for k in kills):
+            cause = "daemon kill"
+        elif any(s - reach_us <= t <= e for s, e in restarts):
+            cause = "redis restart"
+        else:
+            cause = "other"
+        out[cause] = out.get(cause, 0) + 1
+    return out
 
 
 def left_with_work(history, window_s):

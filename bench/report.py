@@ -176,7 +176,7 @@ def counts_text(d):
 
 def chaos_section(ch):
     """The chaos soak's section of RESULTS.md."""
-    p = ch["params"]
+    p, st = ch["params"], ch["settings"]
     stuck = "; ".join("%s %s" % (n, "/".join(str(x) for x in c)) for n, c in ch["stuck"].items())
     moving = "; ".join("%s %s" % (n, "/".join(str(x) for x in c)) for n, c in ch["moving"].items())
     exits = ", ".join("%s in %.1f s" % (e["code"], e["s"]) for e in ch["final_exits"])
@@ -187,8 +187,9 @@ def chaos_section(ch):
     rows = [
         ["seed", "%d (`bench/run --only chaos --seed %d` repeats the plan)" % (ch["seed"], ch["seed"])],
         ["tenants", "%d: %d in both configs (rates 5 to 200/s), %d known only through the "
-                    "\"*\" template (20/s); concurrency 8, timeout 2,000 ms, 8 attempts"
-         % (ch["tenants"], ch["listed"], ch["templated"])],
+                    "\"*\" template (20/s); concurrency %d, timeout %s ms, retry %s"
+         % (ch["tenants"], ch["listed"], ch["templated"], st["concurrency"],
+            format(st["timeout_ms"], ","), json.dumps(st["retry"], sort_keys=True))],
         ["faults", "%.0f s: %d daemon SIGKILLs (each started again at once, every %.0f-%.0f s), "
                    "%d Redis restarts (SHUTDOWN SAVE, same port and dir, every %.0f-%.0f s; "
                    "LOADING for %s s once), %d endpoint modes (%.0f-%.0f s each)"
@@ -215,6 +216,8 @@ def chaos_section(ch):
                                                  "Idempotency-Key than the first"
          % (format(ch["duplicates"], ","), format(ch["duplicated_jobs"], ","),
             ch["duplicates_other_key"])],
+        ["duplicates by what preceded the first delivery",
+         counts_text(ch.get("duplicate_causes", {}))],
         ["tenants left with work they do not move (queued/retrying/in flight)",
          "%d: %s" % (len(ch["stuck"]), stuck or "none")],
         ["tenants with work still moving at the end", "%d%s" % (len(ch["moving"]),
@@ -241,7 +244,12 @@ def chaos_section(ch):
             "*dead-lettered* when `sluice:{T}:dlq` holds it, *lost* when neither; a lost job is "
             "looked for in Redis (queue, retry, in flight, the jobs hash) to say where it was "
             "left. Keys are counted every second during the drain; a tenant whose keys held work "
-            "and did not change over the last %.0f s is *stuck*.\n\n" % p["stall_s"]
+            "and did not change over the last %.0f s is *stuck*. A duplicate is set beside what "
+            "followed or surrounded its job's first 2xx: *timeout*, the endpoint then answered "
+            "past the timeout; *daemon kill*, a daemon was SIGKILLed within 3.5 s after it (the "
+            "answer or its ack was pending); *redis restart*, Redis went down within 3.5 s after "
+            "it, or was down or loading then (the ack failed); *other*, none of these.\n\n"
+            % p["stall_s"]
             + table(["what", "figure"], rows))
 
 

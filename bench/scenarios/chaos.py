@@ -25,7 +25,7 @@ from ..context import log
 
 NAME = "chaos"
 TIMEOUT_MS = 2000  # per request; the slow modes answer in 1,500 and 3,000 ms
-RETRY = {"max_attempts": 8, "base_ms": 200, "max_ms": 4000}
+RETRY = {"max_attempts": 12, "base_ms": 200, "max_ms": 4000}
 CONCURRENCY = 8
 LISTED, TEMPLATED = 40, 10
 PREFIX = "sluice"
@@ -92,6 +92,11 @@ class Soak:
         self.unexpected_exits = []
         self.loading_since = None
         self.loading_s = []
+        # When things happened, on the sink's clock (us since the epoch), so
+        # that a duplicate can be set beside what preceded it.
+        self.mode_at = [(P.now_us(), "ok")]
+        self.kill_at = []
+        self.restart_at = []  # (down, answering again) windows
         self.err_files = []
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -130,6 +135,7 @@ class Soak:
             n = self.p["filler"]
             self.link.pipeline([("SET", "chaos:filler:%d" % i, "x") for i in range(n)])
         self.link.close()
+        down = P.now_us()
         try:
             r = P.Redis(self.port, timeout=10.0)
             r.send("SHUTDOWN", "SAVE")
@@ -147,6 +153,7 @@ class Soak:
         self.ctx.procs.stop(self.redis)
         answering_loading = self.start_redis(1000 if loading else 0)
         self.redis_restarts += 1
+        self.restart_at.append([down, P.now_us()])
         if loading:
             self.loading_since = time.monotonic() if answering_loading else None
             if not answering_loading:
@@ -160,6 +167,7 @@ class Soak:
         if replies and replies[0] == "PONG":
             self.loading_s.append(time.monotonic() - self.loading_since)
             self.loading_since = None
+            self.restart_at[-1][1] = P.now_us()
 
     # ---- daemons -------------------------------------------------------------
 
@@ -171,6 +179,7 @@ class Soak:
     def kill_daemon(self, i):
         p = self.daemons[i]
         if p.poll() is None:
+            self.kill_at.append(P.now_us())
             p.kill()
             p.wait()
         self.ctx.procs.stop(p)
@@ -200,6 +209,7 @@ class Soak:
         try:
             with self.opener.open(self.sink_url + "/_mode/" + mode, timeout=5) as r:
                 r.read()
+            self.mode_at.append((P.now_us(), mode))
             self.mode_changes += 1
         except OSError as e:
             self.ctx.results["notes"].append("chaos: setting the mode %s: %s" % (mode, e))
@@ -379,6 +389,8 @@ class Soak:
             places[name].update({w: b"\n".join(v) for w, v in held.items()})
         v = V.verdict(self.pushed, self.ambiguous, requests, dead)
         lost_ids = v.pop("lost_ids")
+        causes = V.duplicate_causes(v.pop("duplicate_first_us"), self.mode_at, self.kill_at,
+                                    self.restart_at, lambda m: plan.slow_past(m, TIMEOUT_MS))
         lost_tenants = sorted(set(V.tenant_of(j) for j in lost_ids))
         err_lines = []
         for path in self.err_files:
@@ -397,6 +409,7 @@ class Soak:
             "mode_changes": self.mode_changes,
             "mode_shares": {m: round(s, 3) for m, s in
                             plan.mode_shares(events, self.p["seconds"]).items()},
+            "duplicate_causes": causes,
             "lost_listed": lost_listed, "lost_templated": v["lost"] - lost_listed,
             "lost_where": V.where_stranded(lost_ids, places),
             "lost_tenants": lost_tenants, "lost_sample": lost_ids[:10],
@@ -407,6 +420,8 @@ class Soak:
             "unexpected_exits": self.unexpected_exits, "final_exits": exits,
             "log_messages": [list(m) for m in V.log_messages(err_lines)],
             "params": {k: (list(x) if isinstance(x, tuple) else x) for k, x in self.p.items()},
+            "settings": {"concurrency": CONCURRENCY, "timeout_ms": TIMEOUT_MS,
+                         "retry": dict(RETRY)},
         })
 
 
@@ -421,10 +436,11 @@ def run(ctx):
         soak.link.close()
     ctx.results[NAME] = res
     log("[chaos] %d pushed: %d delivered, %d dead-lettered %s, %d lost (%d listed, %d template; "
-        "where: %s); %d duplicates (%d jobs), %d with another Idempotency-Key; %d tenants stuck "
+        "where: %s); %d duplicates (%d jobs; %s), %d with another Idempotency-Key; %d tenants stuck "
         "(%d listed, %d template); RSS max %s KiB; final exits %s"
         % (res["pushed"], res["delivered"], res["dead_lettered"], res["dead_by_reason"],
            res["lost"], res["lost_listed"], res["lost_templated"], res["lost_where"],
-           res["duplicates"], res["duplicated_jobs"], res["duplicates_other_key"],
+           res["duplicates"], res["duplicated_jobs"], res["duplicate_causes"],
+           res["duplicates_other_key"],
            len(res["stuck"]), res["stuck_listed"], res["stuck_templated"], res["rss_max_kib"],
            [e["code"] for e in res["final_exits"]]))

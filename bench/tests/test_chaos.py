@@ -48,6 +48,9 @@ class Plan(unittest.TestCase):
         redis = [(t, slow) for t, k, slow in a if k == "redis"]
         self.assertEqual(len(redis), 3)  # at about 60, 120, 180 s
         self.assertEqual([slow for _, slow in redis], [False, True, False])  # the second loads
+        modes = [m for _, k, m in a if k == "mode"]
+        healed = [b for m, b in zip(modes, modes[1:]) if m != "ok"]
+        self.assertGreater(healed.count("ok"), len(healed) // 4)  # HEAL, 0.5
         self.assertEqual(a[-1], (200.0, "mode", "ok"))  # healed at the end
         self.assertTrue(all(t < 200 for t, k, _ in a[:-1]))
 
@@ -90,9 +93,9 @@ class Plan(unittest.TestCase):
 class Verdict(unittest.TestCase):
     def test_parse_sink_line(self):
         line = b'17\tPOST\t/hook/c01\tc01-00002\tc01\t503\t{"id":"c01-00002"}\t-\n'
-        self.assertEqual(V.parse_sink_line(line), ("c01-00002", "c01-00002", 503))
+        self.assertEqual(V.parse_sink_line(line), (17, "c01-00002", "c01-00002", 503))
         self.assertEqual(V.parse_sink_line(b"17\tPOST\t/x\t-\t-\t200\tplain\t-\n"),
-                         ("-", None, 200))
+                         (17, "-", None, 200))
         self.assertIsNone(V.parse_sink_line(b"garbage\n"))
         self.assertIsNone(V.parse_sink_line(b"1\t2\t3\t4\t5\tsix\t7\t8\n"))
 
@@ -112,7 +115,7 @@ class Verdict(unittest.TestCase):
 
     def test_verdict_accounts_for_every_job(self):
         pushed = {"a-1": "a", "a-2": "a", "a-3": "a", "a-4": "a", "b-1": "b"}
-        requests = [
+        requests = [(10 * k,) + r for k, r in enumerate([
             ("a-1", "a-1", 503), ("a-1", "a-1", 200),   # delivered after a retry
             ("a-2", "a-2", 200), ("a-2", "a-2", 200),   # a duplicate, same key
             ("zz", "a-2", 200),                          # a duplicate, another key
@@ -120,7 +123,7 @@ class Verdict(unittest.TestCase):
             ("b-1", "b-1", 429),                         # never delivered: lost
             ("q-9", "q-9", 200),                         # not ours
             ("c-1", "c-1", 200),                         # an ambiguous push, seen
-        ]
+        ])]
         dead = [("a-3", "exhausted", None), ("a-4", "bad_header", None),
                 ("a-4", "bad_header", None), ("a-2", "exhausted", 503)]
         v = V.verdict(pushed, {"c-1", "c-2"}, requests, dead)
@@ -131,11 +134,33 @@ class Verdict(unittest.TestCase):
         self.assertEqual((v["lost"], v["lost_ids"]), (1, ["b-1"]))
         self.assertEqual((v["duplicates"], v["duplicated_jobs"], v["duplicates_other_key"]),
                          (2, 1, 1))
+        self.assertEqual(v["duplicate_first_us"], [20, 20])  # a-2's first 2xx, twice
         self.assertEqual(v["key_mismatch"], 1)
         self.assertEqual(v["unknown_requests"], 1)
         self.assertEqual((v["ambiguous"], v["ambiguous_seen"]), (2, 1))
         self.assertEqual(v["statuses"], {"2xx": 6, "5xx": 1, "none": 1, "429": 1})
         self.assertEqual(v["max_attempts_seen"], 3)  # a-2
+
+    def test_duplicate_causes(self):
+        modes = [(0, "ok"), (100, "slow/3000"), (200, "slow/1500"), (300, "ok")]
+        kills = [5000000]
+        restarts = [(9000000, 12000000)]
+        firsts = [150,          # under slow/3000: a timeout
+                  250,          # slow/1500 answers in time; nothing near: other
+                  4000000,      # a kill 1 s later
+                  5200000,      # after the kill: other
+                  8000000,      # Redis went down 1 s later
+                  11000000,     # Redis loading
+                  12500000]     # after: other
+        c = V.duplicate_causes(firsts, modes, kills, restarts,
+                               lambda m: plan.slow_past(m, 2000))
+        self.assertEqual(c, {"timeout": 1, "other": 3, "daemon kill": 1, "redis restart": 2})
+        self.assertEqual(V.duplicate_causes([], modes, kills, restarts, bool), {})
+
+    def test_slow_past(self):
+        self.assertTrue(plan.slow_past("slow/3000", 2000))
+        self.assertFalse(plan.slow_past("slow/1500", 2000))
+        self.assertFalse(plan.slow_past("status/503", 2000))
 
     def test_left_with_work(self):
         h = [(0, {"a": (1, 0, 0), "b": (0, 2, 0), "c": (0, 0, 0)}),
