@@ -9,15 +9,20 @@ RATES = [5, 10, 20, 50, 100, 200]  # jobs/s of the listed tenants, in turn
 TEMPLATE_RATE = 20  # jobs/s of the tenants only the "*" template governs
 
 # What the endpoint does to plain paths (sluice-sink's /_mode/BEHAVIOUR),
-# with weights: the failures the issue names, and health. After a failure
-# the endpoint heals with probability HEAL, else it draws again: health
-# about half the time, and failures that follow each other sometimes. The
-# tenants' timeout_ms (chaos.TIMEOUT_MS) is 2,000: a 1,500 ms answer is
-# slow, a 3,000 ms one a timeout (delivered at the sink, a failure for
-# sluice: a duplicate by design).
+# with weights: the failures the issue names, and health. Healthy is
+# HEALTHY, an endpoint that answers 200 in 100 ms, as real ones take their
+# time: so that requests are in flight when a daemon is killed or Redis
+# goes away, and acks are pending then. After a failure the endpoint heals
+# with probability HEAL, else it draws again: health about half the time,
+# and failures that follow each other sometimes. The tenants' timeout_ms
+# (chaos.TIMEOUT_MS) is 2,000: a 1,500 ms answer is slow, a 3,000 ms one a
+# timeout (delivered at the sink, a failure for sluice: a duplicate by
+# design).
+HEALTHY = "slow/100"
 HEAL = 0.5
 MODES = [
-    ("ok", 10),
+    (HEALTHY, 6),
+    ("ok", 4),
     ("status/503", 10),
     ("status/500", 6),
     ("status/429?retry_after=1", 8),
@@ -101,7 +106,7 @@ def timeline(seed, seconds, kill_every, redis_every, mode_every, daemons=2, load
                    redis_every; the restart number loading_index (or the
                    last, if there are fewer) loads a dump slowly;
       ("mode", m): the endpoint's mode from now, every mode_every; after a
-                   failure, health with probability HEAL.
+                   failure, HEALTHY with probability HEAL.
     Every interval is drawn uniformly from its range, from the seed."""
     rng = random.Random(seed)
     events = []
@@ -116,9 +121,10 @@ def timeline(seed, seconds, kill_every, redis_every, mode_every, daemons=2, load
         t += rng.uniform(*redis_every)
     slow = min(loading_index, len(restarts) - 1)
     events += [(t, "redis", k == slow) for k, t in enumerate(restarts)]
-    t, mode = 0.0, "ok"
+    t, mode = 0.0, HEALTHY
     while t < seconds:
-        mode = "ok" if mode != "ok" and rng.random() < HEAL else pick_mode(rng)
+        healthy = mode in (HEALTHY, "ok")
+        mode = HEALTHY if not healthy and rng.random() < HEAL else pick_mode(rng)
         events.append((t, "mode", mode))
         t += rng.uniform(*mode_every)
     events.append((float(seconds), "mode", "ok"))

@@ -26,7 +26,7 @@ from ..context import log
 NAME = "chaos"
 TIMEOUT_MS = 2000  # per request; the slow modes answer in 1,500 and 3,000 ms
 RETRY = {"max_attempts": 12, "base_ms": 200, "max_ms": 4000}
-CONCURRENCY = 8
+CONCURRENCY = 32  # 320/s at the healthy mode's 100 ms, above the fastest rate
 LISTED, TEMPLATED = 40, 10
 PREFIX = "sluice"
 RSS_BOUND_KIB = 64 * 1024
@@ -37,10 +37,10 @@ def params(quick):
     if quick:
         return {"seconds": 40.0, "drain_s": 30.0, "stall_s": 15.0, "kill_every": (8.0, 14.0),
                 "redis_every": (18.0, 24.0), "mode_every": (2.0, 5.0), "load": 0.25,
-                "cap": 6000, "filler": 3000, "loading_index": 0}
+                "cap": 8000, "filler": 3000, "loading_index": 0}
     return {"seconds": 200.0, "drain_s": 75.0, "stall_s": 25.0, "kill_every": (20.0, 40.0),
             "redis_every": (55.0, 65.0), "mode_every": (2.0, 8.0), "load": 0.25,
-            "cap": 50000, "filler": 4000, "loading_index": 1}
+            "cap": 80000, "filler": 4000, "loading_index": 1}
 
 
 class Link:
