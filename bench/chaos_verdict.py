@@ -11,9 +11,11 @@ _LOG_LINE = re.compile(r'level=(error|warning) msg="([^"]*)"')
 
 
 def parse_sink_line(line):
-    """(arrival us, key, body id, status) of one sink log line (bytes); body
-    id is None when the body names none; None for a malformed line. The
-    log's fields: arrival_us method uri key tenant status body x_test."""
+    """(arrival us, key, body id, status, sender) of one sink log line
+    (bytes); body id is None when the body names none; sender is the X-Test
+    header (the soak's daemons name themselves there), "-" when absent;
+    None for a malformed line. The log's fields: arrival_us method uri key
+    tenant status body x_test."""
     parts = line.rstrip(b"\n").split(b"\t")
     if len(parts) < 8:
         return None
@@ -22,7 +24,8 @@ def parse_sink_line(line):
     except ValueError:
         return None
     m = _BODY_ID.search(parts[6])
-    return at, parts[3].decode("ascii", "replace"), m.group(1).decode() if m else None, status
+    return (at, parts[3].decode("ascii", "replace"), m.group(1).decode() if m else None, status,
+            parts[7].decode("ascii", "replace"))
 
 
 def dead_letter(record):
@@ -62,19 +65,19 @@ def verdict(pushed, ambiguous, requests, dead):
     """The soak's accounting.
     pushed: {job id: tenant} surely pushed; ambiguous: ids whose push had
     no answer (pushed or not); requests: [(arrival us, key, body id,
-    status)] in arrival order; dead: [(job id, reason, http status)] of every record.
+    status, sender)] in arrival order; dead: [(job id, reason, http status)] of every record.
     A job is delivered when the sink answered 2xx to a request carrying it
     (a slow answer counts even if sluice had given up on it); a duplicate is
-    each 2xx delivery after a job's first (duplicate_first_us: the arrival
-    of that first, one per duplicate); lost is a pushed job neither
+    each 2xx delivery after a job's first (duplicate_firsts: the arrival and
+    sender of that first, one per duplicate); lost is a pushed job neither
     delivered nor dead-lettered."""
     known = set(pushed) | set(ambiguous)
-    first_key, first_at, delivered_n = {}, {}, {}
+    first_key, first, delivered_n = {}, {}, {}
     dup_other_key = key_mismatch = unknown = 0
     statuses = {}
     attempts = {}
-    dup_first_us = []
-    for at, key, jid, status in requests:
+    dup_firsts = []
+    for at, key, jid, status, sender in requests:
         c = status_class(status)
         statuses[c] = statuses.get(c, 0) + 1
         if jid is None or jid not in known:
@@ -87,9 +90,9 @@ def verdict(pushed, ambiguous, requests, dead):
             continue
         n = delivered_n.get(jid, 0)
         if n == 0:
-            first_key[jid], first_at[jid] = key, at
+            first_key[jid], first[jid] = key, (at, sender)
         else:
-            dup_first_us.append(first_at[jid])
+            dup_firsts.append(first[jid])
             if key != first_key[jid]:
                 dup_other_key += 1
         delivered_n[jid] = n + 1
@@ -117,7 +120,7 @@ def verdict(pushed, ambiguous, requests, dead):
         "duplicates": sum(n - 1 for n in delivered_n.values()),
         "duplicated_jobs": sum(1 for n in delivered_n.values() if n > 1),
         "duplicates_other_key": dup_other_key,
-        "duplicate_first_us": dup_first_us,
+        "duplicate_firsts": dup_firsts,
         "key_mismatch": key_mismatch,
         "unknown_requests": unknown,
         "requests": len(requests),
@@ -126,29 +129,36 @@ def verdict(pushed, ambiguous, requests, dead):
     }
 
 
-def duplicate_causes(first_us, modes, kills, restarts, timed_out, reach_us=3500000):
-    """{cause: count} of duplicate deliveries, each by the arrival (us) of
-    its job's first 2xx: "timeout" when the endpoint's mode then answered
-    past the timeout (timed_out(mode); sluice saw a failure), "daemon kill"
-    when a daemon was SIGKILLed within reach_us after it (the answer or its
-    ack was pending), "redis restart" when Redis went down within reach_us
-    after it or was down or loading then ((start, end) windows: an ack that
-    failed), else "other". modes: [(us, mode)] in time order; kills: [us]."""
+def duplicate_causes(firsts, modes, killed, outages, timed_out, lease_us):
+    """{cause: count} of duplicate deliveries, each by the arrival (us) and
+    sender of its job's first 2xx (firsts: [(us, sender)]):
+      "timeout": the endpoint's mode then answered past the timeout, so
+          sluice saw a failure and tried again (by design);
+      "sender SIGKILLed": the daemon that sent it was SIGKILLed within
+          lease_us after it, before it could ack (at-least-once, by design);
+      "ack lost, sender alive, Redis outage": the sender lived on, and
+          Redis was down or loading within lease_us after it (the ack
+          failed and was not made good before the lease ran out);
+      "ack lost, sender alive": neither.
+    modes: [(us, mode)] in time order; killed: {sender: us of its SIGKILL};
+    outages: [(down us, back us)]; timed_out(mode): True for a mode whose
+    answers come after the timeout."""
     out = {}
-    for t in first_us:
+    for t, sender in firsts:
         mode = None
         for since, m in modes:
             if since > t:
                 break
             mode = m
+        k = killed.get(sender)
         if mode is not None and timed_out(mode):
             cause = "timeout"
-        elif any(t <= k <= t + reach_us for k in kills):
-            cause = "daemon kill"
-        elif any(s - reach_us <= t <= e for s, e in restarts):
-            cause = "redis restart"
+        elif k is not None and t <= k <= t + lease_us:
+            cause = "sender SIGKILLed"
+        elif any(d <= t + lease_us and e >= t for d, e in outages):
+            cause = "ack lost, sender alive, Redis outage"
         else:
-            cause = "other"
+            cause = "ack lost, sender alive"
         out[cause] = out.get(cause, 0) + 1
     return out
 

@@ -186,7 +186,7 @@ def chaos_section(ch):
                      for n, lvl, msg in ch["log_messages"]) or "none"
     rows = [
         ["seed", "%d (`bench/run --only chaos --seed %d` repeats the plan)" % (ch["seed"], ch["seed"])],
-        ["tenants", "%d: %d in both configs (rates 5 to 200/s), %d known only through the "
+        ["tenants", "%d: %d in every config (rates 5 to 200/s), %d known only through the "
                     "\"*\" template (20/s); concurrency %d, timeout %s ms, retry %s"
          % (ch["tenants"], ch["listed"], ch["templated"], st["concurrency"],
             format(st["timeout_ms"], ","), json.dumps(st["retry"], sort_keys=True))],
@@ -216,7 +216,7 @@ def chaos_section(ch):
                                                  "Idempotency-Key than the first"
          % (format(ch["duplicates"], ","), format(ch["duplicated_jobs"], ","),
             ch["duplicates_other_key"])],
-        ["duplicates by what preceded the first delivery",
+        ["duplicates, by why the first delivery was not acked",
          counts_text(ch.get("duplicate_causes", {}))],
         ["tenants left with work they do not move (queued/retrying/in flight)",
          "%d: %s" % (len(ch["stuck"]), stuck or "none")],
@@ -246,11 +246,15 @@ def chaos_section(ch):
             "*dead-lettered* when `sluice:{T}:dlq` holds it, *lost* when neither; a lost job is "
             "looked for in Redis (queue, retry, in flight, the jobs hash) to say where it was "
             "left. Keys are counted every second during the drain; a tenant whose keys held work "
-            "and did not change over the last %.0f s is *stuck*. A duplicate is set beside what "
-            "followed or surrounded its job's first 2xx: *timeout*, the endpoint then answered "
-            "past the timeout; *daemon kill*, a daemon was SIGKILLed within 3.5 s after it (the "
-            "answer or its ack was pending); *redis restart*, Redis went down within 3.5 s after "
-            "it, or was down or loading then (the ack failed); *other*, none of these.\n\n"
+            "and did not change over the last %.0f s is *stuck*. Each daemon process sends "
+            "`X-Test: d<slot>.<generation>` (a config of its own per start), so the sink's log "
+            "says which process sent each request. A duplicate is put down to why its job's "
+            "first 2xx was not acked: *timeout*, the endpoint then answered past the timeout "
+            "(sluice saw a failure: by design); *sender SIGKILLed*, the process that sent it was "
+            "SIGKILLed within the lease (timeout + 10 s) after it (at-least-once: by design); "
+            "*ack lost, sender alive, Redis outage*, the sender lived on and Redis was down or "
+            "loading within the lease after it (an ack that failed was not made good in time: "
+            "issue 13 item 6); *ack lost, sender alive*, neither.\n\n"
             % p["stall_s"]
             + table(["what", "figure"], rows))
 

@@ -29,7 +29,9 @@ RETRY = {"max_attempts": 12, "base_ms": 200, "max_ms": 4000}
 CONCURRENCY = 32  # 320/s at the healthy mode's 100 ms, above the fastest rate
 LISTED, TEMPLATED = 40, 10
 PREFIX = "sluice"
-RSS_BOUND_KIB = 64 * 1024
+# A lease outlives a job's slot and timeout by 10 s (src/daemon/tenant.c):
+# a job not acked by then is claimed again.
+LEASE_US = (TIMEOUT_MS + 10000) * 1000
 
 
 def params(quick):
@@ -83,7 +85,7 @@ class Soak:
         self.redis = None
         self.link = Link(self.port)
         self.daemons = [None, None]
-        self.cfgs = []
+        self.senders = [None, None]
         self.pushed, self.ambiguous = {}, set()
         self.pending = []  # push batches due but not yet accepted
         self.rss_max = [0, 0]
@@ -95,7 +97,8 @@ class Soak:
         # When things happened, on the sink's clock (us since the epoch), so
         # that a duplicate can be set beside what preceded it.
         self.mode_at = [(P.now_us(), "ok")]
-        self.kill_at = []
+        self.killed = {}  # sender (a daemon's X-Test) -> us of its SIGKILL
+        self.generation = 0
         self.restart_at = []  # (down, answering again) windows
         self.err_files = []
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -172,14 +175,25 @@ class Soak:
     # ---- daemons -------------------------------------------------------------
 
     def start_daemon(self, i):
-        name = self.ctx.name("sluice-chaos-%d" % i)
+        """Daemon slot i, a new process with a config of its own whose
+        requests carry X-Test: its name, so that the sink's log says which
+        process sent what (and a duplicate, whether its sender was killed)."""
+        self.generation += 1
+        sender = "d%d.%d" % (i, self.generation)
+        tcfg = {n: self.tenant_config(n, r, sender) for n, r, listed in self.tenants if listed}
+        tcfg["*"] = self.tenant_config("template", plan.TEMPLATE_RATE, sender)
+        del tcfg["*"]["headers"]["X-Tenant"]
+        cfg = self.ctx.config(self.ctx.path(self.ctx.name("chaos-" + sender) + ".json"), self.port,
+                              tcfg, workers=2, grace_ms=3000)
+        name = self.ctx.name("sluice-chaos-" + sender)
         self.err_files.append(os.path.join(self.ctx.workdir, name + ".err"))
-        self.daemons[i] = self.ctx.start_sluice(name, self.cfgs[i])
+        self.daemons[i] = self.ctx.start_sluice(name, cfg)
+        self.senders[i] = sender
 
     def kill_daemon(self, i):
         p = self.daemons[i]
         if p.poll() is None:
-            self.kill_at.append(P.now_us())
+            self.killed[self.senders[i]] = P.now_us()
             p.kill()
             p.wait()
         self.ctx.procs.stop(p)
@@ -245,10 +259,10 @@ class Soak:
             return None
         return {name: tuple(replies[3 * k:3 * k + 3]) for k, (name, _, _) in enumerate(self.tenants)}
 
-    def tenant_config(self, name, rate):
+    def tenant_config(self, name, rate, sender):
         return {"endpoint": "%s/hook/%s" % (self.sink_url, name), "rate": rate,
                 "concurrency": CONCURRENCY, "timeout_ms": TIMEOUT_MS, "retry": RETRY,
-                "headers": {"X-Tenant": name}}
+                "headers": {"X-Tenant": name, "X-Test": sender}}
 
     # ---- the run ---------------------------------------------------------------
 
@@ -262,13 +276,6 @@ class Soak:
                                p["mode_every"], loading_index=p["loading_index"])
         self.start_redis()
         self.sink_p, self.sink_url, sink_log = ctx.sink("sink-chaos")
-        tcfg = {n: self.tenant_config(n, r) for n, r, listed in self.tenants if listed}
-        tcfg["*"] = self.tenant_config("template", plan.TEMPLATE_RATE)
-        tcfg["*"]["endpoint"] = "%s/hook/template" % self.sink_url
-        del tcfg["*"]["headers"]
-        for i in range(2):
-            self.cfgs.append(ctx.config(ctx.path(ctx.name("chaos-%d" % i) + ".json"), self.port,
-                                        tcfg, workers=2, grace_ms=3000))
         log("[chaos] %d tenants (%d in the configs, %d through the \"*\" template), %s jobs, "
             "%.0f s of faults (%d daemon kills, %d Redis restarts, %d endpoint modes), then "
             "at most %.0f s to drain"
@@ -389,8 +396,9 @@ class Soak:
             places[name].update({w: b"\n".join(v) for w, v in held.items()})
         v = V.verdict(self.pushed, self.ambiguous, requests, dead)
         lost_ids = v.pop("lost_ids")
-        causes = V.duplicate_causes(v.pop("duplicate_first_us"), self.mode_at, self.kill_at,
-                                    self.restart_at, lambda m: plan.slow_past(m, TIMEOUT_MS))
+        causes = V.duplicate_causes(v.pop("duplicate_firsts"), self.mode_at, self.killed,
+                                    self.restart_at, lambda m: plan.slow_past(m, TIMEOUT_MS),
+                                    LEASE_US)
         lost_tenants = sorted(set(V.tenant_of(j) for j in lost_ids))
         err_lines = []
         for path in self.err_files:

@@ -92,10 +92,10 @@ class Plan(unittest.TestCase):
 
 class Verdict(unittest.TestCase):
     def test_parse_sink_line(self):
-        line = b'17\tPOST\t/hook/c01\tc01-00002\tc01\t503\t{"id":"c01-00002"}\t-\n'
-        self.assertEqual(V.parse_sink_line(line), (17, "c01-00002", "c01-00002", 503))
+        line = b'17\tPOST\t/hook/c01\tc01-00002\tc01\t503\t{"id":"c01-00002"}\td1.4\n'
+        self.assertEqual(V.parse_sink_line(line), (17, "c01-00002", "c01-00002", 503, "d1.4"))
         self.assertEqual(V.parse_sink_line(b"17\tPOST\t/x\t-\t-\t200\tplain\t-\n"),
-                         (17, "-", None, 200))
+                         (17, "-", None, 200, "-"))
         self.assertIsNone(V.parse_sink_line(b"garbage\n"))
         self.assertIsNone(V.parse_sink_line(b"1\t2\t3\t4\t5\tsix\t7\t8\n"))
 
@@ -115,7 +115,7 @@ class Verdict(unittest.TestCase):
 
     def test_verdict_accounts_for_every_job(self):
         pushed = {"a-1": "a", "a-2": "a", "a-3": "a", "a-4": "a", "b-1": "b"}
-        requests = [(10 * k,) + r for k, r in enumerate([
+        requests = [(10 * k,) + r + ("d0.%d" % k,) for k, r in enumerate([
             ("a-1", "a-1", 503), ("a-1", "a-1", 200),   # delivered after a retry
             ("a-2", "a-2", 200), ("a-2", "a-2", 200),   # a duplicate, same key
             ("zz", "a-2", 200),                          # a duplicate, another key
@@ -134,7 +134,7 @@ class Verdict(unittest.TestCase):
         self.assertEqual((v["lost"], v["lost_ids"]), (1, ["b-1"]))
         self.assertEqual((v["duplicates"], v["duplicated_jobs"], v["duplicates_other_key"]),
                          (2, 1, 1))
-        self.assertEqual(v["duplicate_first_us"], [20, 20])  # a-2's first 2xx, twice
+        self.assertEqual(v["duplicate_firsts"], [(20, "d0.2"), (20, "d0.2")])  # a-2's first, twice
         self.assertEqual(v["key_mismatch"], 1)
         self.assertEqual(v["unknown_requests"], 1)
         self.assertEqual((v["ambiguous"], v["ambiguous_seen"]), (2, 1))
@@ -143,19 +143,23 @@ class Verdict(unittest.TestCase):
 
     def test_duplicate_causes(self):
         modes = [(0, "ok"), (100, "slow/3000"), (200, "slow/1500"), (300, "ok")]
-        kills = [5000000]
-        restarts = [(9000000, 12000000)]
-        firsts = [150,          # under slow/3000: a timeout
-                  250,          # slow/1500 answers in time; nothing near: other
-                  4000000,      # a kill 1 s later
-                  5200000,      # after the kill: other
-                  8000000,      # Redis went down 1 s later
-                  11000000,     # Redis loading
-                  12500000]     # after: other
-        c = V.duplicate_causes(firsts, modes, kills, restarts,
-                               lambda m: plan.slow_past(m, 2000))
-        self.assertEqual(c, {"timeout": 1, "other": 3, "daemon kill": 1, "redis restart": 2})
-        self.assertEqual(V.duplicate_causes([], modes, kills, restarts, bool), {})
+        killed = {"d0.1": 5000000}
+        outages = [(30000000, 33000000)]
+        lease = 12000000
+        firsts = [(150, "d0.1"),       # under slow/3000: a timeout
+                  (250, "d0.1"),       # in time, its sender killed 5 s later
+                  (4000000, "d0.1"),   # killed 1 s later
+                  (5600000, "d0.1"),   # sent after the kill (cannot be): not the kill
+                  (20000000, "d1.2"),  # Redis down 10 s later, within the lease
+                  (31000000, "d1.2"),  # Redis loading then
+                  (34000000, "d1.2"),  # after the outage, sender alive
+                  (1000, "-")]         # no sender, nothing near: alive
+        c = V.duplicate_causes(firsts, modes, killed, outages,
+                               lambda m: plan.slow_past(m, 2000), lease)
+        self.assertEqual(c, {"timeout": 1, "sender SIGKILLed": 2,
+                             "ack lost, sender alive, Redis outage": 2,
+                             "ack lost, sender alive": 3})
+        self.assertEqual(V.duplicate_causes([], modes, killed, outages, bool, lease), {})
 
     def test_slow_past(self):
         self.assertTrue(plan.slow_past("slow/3000", 2000))

@@ -82,7 +82,7 @@ def chaos(lost=0, stuck=None, other_key=0, rss=(20480, 30720)):
         "lost": lost, "lost_listed": lost, "lost_templated": 0,
         "lost_where": {"nowhere": lost} if lost else {}, "lost_tenants": [], "lost_sample": [],
         "duplicates": 120, "duplicated_jobs": 110, "duplicates_other_key": other_key,
-        "duplicate_causes": {"timeout": 100, "redis restart": 20},
+        "duplicate_causes": {"timeout": 100, "ack lost, sender alive, Redis outage": 20},
         "key_mismatch": 0, "unknown_requests": 0, "requests": 70000,
         "statuses": {"2xx": 49120, "5xx": 20880}, "max_attempts_seen": 8,
         "stuck": stuck, "stuck_listed": 0, "stuck_templated": len(stuck), "moving": {},
@@ -116,8 +116,8 @@ class Chaos(unittest.TestCase):
         self.assertIn("| dead-lettered, by reason | 1,000 (exhausted 1,000) |", text)
         self.assertIn("| SIGTERM at the end: exit codes | 0 in 0.4 s, 1 in 3.1 s |", text)
         self.assertIn('12 x error "ack failed"', text)
-        self.assertIn("| duplicates by what preceded the first delivery | timeout 100, "
-                      "redis restart 20 |", text)
+        self.assertIn("| duplicates, by why the first delivery was not acked | timeout 100, "
+                      "ack lost, sender alive, Redis outage 20 |", text)
         self.assertIn("LOADING for 4.2 s once", text)
         self.assertIn('concurrency 8, timeout 2,000 ms, retry {"base_ms": 200, "max_attempts": 12, '
                       '"max_ms": 4000}', text)
