@@ -64,24 +64,29 @@ def job_line(tenant, i):
     return ('{"id":"%s","body":{"id":"%s"}}' % (jid, jid)).encode()
 
 
-def push_plan(counts, upfront, until_s, every_s):
+def push_plan(counts, upfront, until_s, every_s, final_t=None, final_share=0.0):
     """[(t, tenant, first, n)] in time order: jobs first .. first+n-1 of a
     tenant are pushed at t seconds. A share `upfront` of each tenant's jobs
-    at t=0, the rest in equal batches every every_s from every_s to until_s."""
+    at t=0; with final_t, a share final_share (at least one job) at final_t;
+    the rest in equal batches every every_s from every_s to until_s."""
     steps = max(1, int(until_s // every_s))
     out = []
     for name in sorted(counts):
         total = counts[name]
-        first = min(total, int(round(total * upfront)))
+        last = max(1, int(round(total * final_share))) if final_t is not None else 0
+        last = min(last, total)
+        first = min(total - last, int(round(total * upfront)))
         if first:
             out.append((0.0, name, 0, first))
-        rest = total - first
+        rest = total - last - first
         done = first
         for k in range(steps):
             end = first + rest * (k + 1) // steps
             if end > done:
                 out.append(((k + 1) * every_s, name, done, end - done))
                 done = end
+        if last:
+            out.append((float(final_t), name, done, last))
     out.sort(key=lambda e: (e[0], e[1]))
     return out
 
@@ -97,37 +102,56 @@ def pick_mode(rng, modes=MODES):
     return modes[-1][0]
 
 
-def timeline(seed, seconds, kill_every, redis_every, mode_every, daemons=2, loading_index=1):
-    """[(t, kind, arg)] in time order, all before `seconds`, then the
-    endpoint healed at `seconds`:
+END_FAIL = 0.9  # from here the endpoint answers 503 and a last batch of jobs is pushed
+END_KILL = 0.97  # then every daemon is SIGKILLed at once and started again
+END_MODE = "status/503"
+BUSY_MS = 3000  # a script keeps Redis busy this long (it answers BUSY meanwhile)
+
+
+def timeline(seed, seconds, kill_every, redis_every, mode_every, busy_every, daemons=2,
+             loading_index=1):
+    """[(t, kind, arg)] in time order: faults drawn from the seed until
+    END_FAIL x seconds, then the end game, then the endpoint healed ("ok")
+    at `seconds`:
       ("kill", i): SIGKILL daemon i and start it again, every kill_every
                    (a (low, high) range of seconds);
       ("redis", loading): SHUTDOWN SAVE and start Redis again, every
                    redis_every; the restart number loading_index (or the
                    last, if there are fewer) loads a dump slowly;
+      ("busy", ms): a script keeps Redis busy for ms, every busy_every;
       ("mode", m): the endpoint's mode from now, every mode_every; after a
-                   failure, HEALTHY with probability HEAL.
-    Every interval is drawn uniformly from its range, from the seed."""
+                   failure, HEALTHY with probability HEAL;
+    and the end game: ("mode", END_MODE) at END_FAIL x seconds, while the
+    last jobs are pushed (push_plan's final_t), so that they wait in the
+    retry sets; ("killall", None) at END_KILL x seconds: every daemon
+    SIGKILLed at once and started again, so that none remembers a tenant
+    it found by its queue alone (issue 13 item 5)."""
     rng = random.Random(seed)
+    until = seconds * END_FAIL
     events = []
     t = rng.uniform(*kill_every)
-    while t < seconds:
+    while t < until:
         events.append((t, "kill", rng.randrange(daemons)))
         t += rng.uniform(*kill_every)
     restarts = []
     t = rng.uniform(*redis_every)
-    while t < seconds:
+    while t < until:
         restarts.append(t)
         t += rng.uniform(*redis_every)
     slow = min(loading_index, len(restarts) - 1)
     events += [(t, "redis", k == slow) for k, t in enumerate(restarts)]
+    t = rng.uniform(*busy_every)
+    while t < until:
+        events.append((t, "busy", BUSY_MS))
+        t += rng.uniform(*busy_every)
     t, mode = 0.0, HEALTHY
-    while t < seconds:
+    while t < until:
         healthy = mode in (HEALTHY, "ok")
         mode = HEALTHY if not healthy and rng.random() < HEAL else pick_mode(rng)
         events.append((t, "mode", mode))
         t += rng.uniform(*mode_every)
-    events.append((float(seconds), "mode", "ok"))
+    events += [(until, "mode", END_MODE), (seconds * END_KILL, "killall", None),
+               (float(seconds), "mode", "ok")]
     events.sort(key=lambda e: e[0])
     return events
 
@@ -144,13 +168,15 @@ def mode_shares(events, seconds):
 
 def redis_argv(port, directory, load_delay_us=0):
     """redis-server on 127.0.0.1:port keeping its dump in directory, no
-    automatic saves (the soak saves with SHUTDOWN SAVE). With a load delay
+    automatic saves (the soak saves with SHUTDOWN SAVE), answering BUSY once
+    a script has run 100 ms (not 5 s: a busy fault is 3 s). With a load delay
     (Redis's test setting: that many us per key loaded) it answers clients
     every KiB loaded, so a dump of a few thousand keys keeps it answering
     LOADING for seconds (tests/support/redis_server.c does the same)."""
     argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "no", "--daemonize", "no", "--dir", directory,
-            "--logfile", directory + "/redis.log", "--loglevel", "warning"]
+            "--logfile", directory + "/redis.log", "--loglevel", "warning",
+            "--lua-time-limit", "100"]
     if load_delay_us:
         argv += ["--key-load-delay", str(load_delay_us),
                  "--loading-process-events-interval-bytes", "1024"]

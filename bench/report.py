@@ -190,12 +190,14 @@ def chaos_section(ch):
                     "\"*\" template (20/s); concurrency %d, timeout %s ms, retry %s"
          % (ch["tenants"], ch["listed"], ch["templated"], st["concurrency"],
             format(st["timeout_ms"], ","), json.dumps(st["retry"], sort_keys=True))],
-        ["faults", "%.0f s: %d daemon SIGKILLs (each started again at once, every %.0f-%.0f s), "
-                   "%d Redis restarts (SHUTDOWN SAVE, same port and dir, every %.0f-%.0f s; "
-                   "LOADING for %s s once), %d endpoint modes (%.0f-%.0f s each)"
+        ["faults", "%.0f s: %d daemon SIGKILLs (each started again at once, every %.0f-%.0f s; "
+                   "the last 2 together), %d Redis restarts (SHUTDOWN SAVE, same port and dir, "
+                   "every %.0f-%.0f s; LOADING for %s s once), Redis busy %d times (a %.0f s "
+                   "script), %d endpoint modes (%.0f-%.0f s each)"
          % (ch["chaos_s"], ch["kills"], p["kill_every"][0], p["kill_every"][1],
             ch["redis_restarts"], p["redis_every"][0], p["redis_every"][1],
-            "/".join("%.1f" % x for x in ch["loading_s"]) or "-", ch["mode_changes"],
+            "/".join("%.1f" % x for x in ch["loading_s"]) or "-", ch.get("busy", 0),
+            ch.get("busy_ms", 0) / 1000.0, ch["mode_changes"],
             p["mode_every"][0], p["mode_every"][1])],
         ["endpoint modes (share of the time)",
          ", ".join("%s %.0f%%" % (m, 100 * x) for m, x in
@@ -240,9 +242,13 @@ def chaos_section(ch):
             "past the 2 s timeout, so delivered at the sink but failed for sluice), closed and "
             "reset connections, and health (`slow/100`: 200 after 100 ms, as a real endpoint "
             "takes its time, so that requests and acks are under way when a fault strikes; "
-            "`ok`: at once). Jobs are pushed with known ids, 40%% up front and the "
-            "rest during the first 70%% of the faults. Then the endpoint heals and the daemons "
-            "drain. A job is *delivered* when the sink answered 2xx to a request carrying it, "
+            "`ok`: at once); and Redis kept busy by a 3 s script (it answers BUSY meanwhile). Jobs "
+            "are pushed with known ids, 40%% up front and most of the rest during the first 70%% "
+            "of the faults. The last 10%% of the faults is an end game: the endpoint answers 503 "
+            "while a last 3%% of each tenant's jobs is pushed (so that they wait in the retry "
+            "sets), then both daemons are SIGKILLed at once and started again (so that neither "
+            "remembers a tenant it found through its queue alone). Then the endpoint heals and "
+            "the daemons drain. A job is *delivered* when the sink answered 2xx to a request carrying it, "
             "*dead-lettered* when `sluice:{T}:dlq` holds it, *lost* when neither; a lost job is "
             "looked for in Redis (queue, retry, in flight, the jobs hash) to say where it was "
             "left. Keys are counted every second during the drain; a tenant whose keys held work "

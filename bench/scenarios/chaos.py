@@ -29,6 +29,17 @@ RETRY = {"max_attempts": 12, "base_ms": 200, "max_ms": 4000}
 CONCURRENCY = 32  # 320/s at the healthy mode's 100 ms, above the fastest rate
 LISTED, TEMPLATED = 40, 10
 PREFIX = "sluice"
+FINAL_SHARE = 0.03  # of each tenant's jobs, pushed as the end game begins
+BUSY_SCRIPT = """
+local t = redis.call('TIME')
+local start = t[1] * 1000000 + t[2]
+local n = 0
+repeat
+  t = redis.call('TIME')
+  n = n + 1
+until t[1] * 1000000 + t[2] - start >= tonumber(ARGV[1])
+return n
+"""
 # A lease outlives a job's slot and timeout by 10 s (src/daemon/tenant.c):
 # a job not acked by then is claimed again.
 LEASE_US = (TIMEOUT_MS + 10000) * 1000
@@ -38,10 +49,12 @@ def params(quick):
     """The soak's dimensions, full (about 5 minutes) or quick (about 1)."""
     if quick:
         return {"seconds": 40.0, "drain_s": 30.0, "stall_s": 15.0, "kill_every": (8.0, 14.0),
-                "redis_every": (18.0, 24.0), "mode_every": (2.0, 5.0), "load": 0.25,
+                "redis_every": (18.0, 24.0), "busy_every": (12.0, 18.0),
+                "mode_every": (2.0, 5.0), "load": 0.25,
                 "cap": 8000, "filler": 3000, "loading_index": 0}
     return {"seconds": 200.0, "drain_s": 75.0, "stall_s": 25.0, "kill_every": (20.0, 40.0),
-            "redis_every": (55.0, 65.0), "mode_every": (2.0, 8.0), "load": 0.25,
+            "redis_every": (55.0, 65.0), "busy_every": (50.0, 70.0),
+            "mode_every": (2.0, 8.0), "load": 0.25,
             "cap": 80000, "filler": 4000, "loading_index": 1}
 
 
@@ -90,7 +103,7 @@ class Soak:
         self.pending = []  # push batches due but not yet accepted
         self.rss_max = [0, 0]
         self.rss_samples = 0
-        self.kills = self.redis_restarts = self.mode_changes = 0
+        self.kills = self.redis_restarts = self.mode_changes = self.busy_n = 0
         self.unexpected_exits = []
         self.loading_since = None
         self.loading_s = []
@@ -162,6 +175,22 @@ class Soak:
             if not answering_loading:
                 self.ctx.results["notes"].append("chaos: the slow restart never answered LOADING")
 
+    def busy(self, ms):
+        """A script that keeps Redis busy for ms: everyone else is answered
+        BUSY meanwhile (after the 100 ms of --lua-time-limit). Blocks until
+        the script is done."""
+        start = P.now_us()
+        try:
+            r = P.Redis(self.port, timeout=ms / 1000.0 + 10)
+            try:
+                r.call("EVAL", BUSY_SCRIPT, 0, ms * 1000)
+                self.busy_n += 1
+            finally:
+                r.close()
+        except (OSError, P.RedisError) as e:
+            self.ctx.results["notes"].append("chaos: the busy script failed: %s" % e)
+        self.restart_at.append([start, P.now_us()])
+
     def check_loading(self):
         """Ends the LOADING stopwatch once Redis answers PING."""
         if self.loading_since is None:
@@ -190,7 +219,7 @@ class Soak:
         self.daemons[i] = self.ctx.start_sluice(name, cfg)
         self.senders[i] = sender
 
-    def kill_daemon(self, i):
+    def kill_daemon(self, i, restart=True):
         p = self.daemons[i]
         if p.poll() is None:
             self.killed[self.senders[i]] = P.now_us()
@@ -198,7 +227,8 @@ class Soak:
             p.wait()
         self.ctx.procs.stop(p)
         self.kills += 1
-        self.start_daemon(i)
+        if restart:
+            self.start_daemon(i)
 
     def check_daemons(self, t):
         """A daemon that exited by itself is a finding: noted, started again."""
@@ -271,17 +301,22 @@ class Soak:
         log("[chaos] seed %d (bench/run --only chaos --seed %d repeats this plan)"
             % (self.seed, self.seed))
         counts = plan.job_counts(self.tenants, p["seconds"], p["load"], p["cap"])
-        pushes = plan.push_plan(counts, 0.4, p["seconds"] * 0.7, 1.0)
+        pushes = plan.push_plan(counts, 0.4, p["seconds"] * 0.7, 1.0,
+                                final_t=p["seconds"] * plan.END_FAIL + 0.5,
+                                final_share=FINAL_SHARE)
         events = plan.timeline(self.seed, p["seconds"], p["kill_every"], p["redis_every"],
-                               p["mode_every"], loading_index=p["loading_index"])
+                               p["mode_every"], p["busy_every"],
+                               loading_index=p["loading_index"])
         self.start_redis()
         self.sink_p, self.sink_url, sink_log = ctx.sink("sink-chaos")
         log("[chaos] %d tenants (%d in the configs, %d through the \"*\" template), %s jobs, "
-            "%.0f s of faults (%d daemon kills, %d Redis restarts, %d endpoint modes), then "
+            "%.0f s of faults (%d daemon kills, %d Redis restarts, %d times Redis busy, %d "
+            "endpoint modes, then the end game: 503s, a last push, every daemon killed), then "
             "at most %.0f s to drain"
             % (len(self.tenants), LISTED, TEMPLATED, format(sum(counts.values()), ","),
                p["seconds"], sum(1 for e in events if e[1] == "kill"),
                sum(1 for e in events if e[1] == "redis"),
+               sum(1 for e in events if e[1] == "busy"),
                sum(1 for e in events if e[1] == "mode"), p["drain_s"]))
         for i in range(2):
             self.start_daemon(i)
@@ -301,6 +336,15 @@ class Soak:
                 if kind == "kill":
                     log("[chaos] %5.1f s: SIGKILL daemon %d, start it again" % (t, arg))
                     self.kill_daemon(arg)
+                elif kind == "killall":
+                    log("[chaos] %5.1f s: SIGKILL every daemon at once, start them again" % t)
+                    for i in range(len(self.daemons)):
+                        self.kill_daemon(i, restart=False)
+                    for i in range(len(self.daemons)):
+                        self.start_daemon(i)
+                elif kind == "busy":
+                    log("[chaos] %5.1f s: Redis busy with a script for %d ms" % (t, arg))
+                    self.busy(arg)
                 elif kind == "redis":
                     log("[chaos] %5.1f s: Redis SHUTDOWN SAVE and start again%s"
                         % (t, " (from a dump that loads slowly)" if arg else ""))
@@ -412,7 +456,8 @@ class Soak:
         return dict(v, **{
             "seed": self.seed, "tenants": len(self.tenants), "listed": LISTED,
             "templated": TEMPLATED, "chaos_s": round(chaos_s, 1), "drain_s": round(drain_s, 1),
-            "kills": self.kills, "redis_restarts": self.redis_restarts,
+            "kills": self.kills, "redis_restarts": self.redis_restarts, "busy": self.busy_n,
+            "busy_ms": plan.BUSY_MS, "final_share": FINAL_SHARE,
             "loading_s": [round(x, 1) for x in self.loading_s],
             "mode_changes": self.mode_changes,
             "mode_shares": {m: round(s, 3) for m, s in
