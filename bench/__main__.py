@@ -13,9 +13,9 @@ Scenarios (each bounded in time; every server is private, on 127.0.0.1):
   memory      RSS with 10,000 tenants and 1,000,000 queued jobs; Redis bytes
               per queued and per claimed job
   chaos       50 tenants through 2 daemons while daemons are SIGKILLed, Redis
-              restarts and the endpoint flaps: every job delivered or
-              dead-lettered, none lost; duplicates; RSS (about 5 minutes,
-              --quick about 1)
+              restarts or is busy and the endpoint flaps: every job delivered
+              or dead-lettered, none lost; duplicates; stuck tenants; RSS
+              (about 5 minutes, --quick about 1)
 
 Prints a table and writes RESULTS.md and the PNG plots into --out."""
 

@@ -1,8 +1,11 @@
 """chaos - the soak of issue 13: 50 tenants at mixed rates through 2 daemons
 while a daemon is SIGKILLed and started again every 20-40 s, Redis restarts
 about every 60 s (once from a dump that keeps it answering LOADING for
-seconds), and the endpoint flaps between 5xx, 429 with Retry-After, slow
-answers, closed and reset connections, and health. Then the faults stop,
+seconds) or is kept busy by a script, and the endpoint flaps between 5xx,
+429 with Retry-After, slow answers, closed and reset connections, and
+health; an end game (503s while a last batch is pushed, then both daemons
+SIGKILLed at once) leaves work in the retry sets of tenants that only the
+"*" template governs. Then the faults stop,
 the endpoint heals, the daemons get a bounded time to drain, and every job
 pushed is accounted for: delivered (the sink's log), dead-lettered with its
 reason (sluice:{T}:dlq), or lost, and where it was left. Duplicates are
