@@ -12,6 +12,10 @@ Scenarios (each bounded in time; every server is private, on 127.0.0.1):
   tenants     10,000 idle tenants: CPU, Redis commands/s; pickup latency
   memory      RSS with 10,000 tenants and 1,000,000 queued jobs; Redis bytes
               per queued and per claimed job
+  chaos       50 tenants through 2 daemons while daemons are SIGKILLed, Redis
+              restarts or is busy and the endpoint flaps: every job delivered
+              or dead-lettered, none lost; duplicates; stuck tenants; RSS
+              (about 5 minutes, --quick about 1)
 
 Prints a table and writes RESULTS.md and the PNG plots into --out."""
 
@@ -48,6 +52,8 @@ def parse_args(argv=None):
     ap.add_argument("--only", default="", help="comma-separated scenarios: " + ",".join(NAMES))
     ap.add_argument("--rates", default="", help="shaping: only these of its rates "
                                                 "(comma-separated, e.g. 10000,20000)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="chaos: the seed of its plan of faults (default: a random one, printed)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (configs, logs, traces)")
     ap.add_argument("--command", default="bench/run", help="the command line, for RESULTS.md")
     return ap.parse_args(argv)

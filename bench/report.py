@@ -137,7 +137,132 @@ def targets(res):
     if mem:
         out.append(("claimed-job overhead in Redis < 200 bytes beyond the payload",
                     "%.0f bytes" % mem["claimed_overhead"], mem["claimed_overhead"] < 200))
+    out += chaos_targets(res.get("chaos"))
     return out
+
+
+CHAOS_RSS_MIB = 64  # the bound of a daemon's RSS in the soak, as at 10,000 idle tenants
+
+
+def chaos_targets(ch):
+    """(target, figure, met) of the chaos soak; [] when it did not run."""
+    if not ch:
+        return []
+    rss = max(ch["rss_max_kib"]) / MIB
+    return [
+        ("chaos: every job delivered or dead-lettered with its reason, none lost",
+         "%d of %s lost (%d of listed tenants, %d of template ones)"
+         % (ch["lost"], format(ch["pushed"], ","), ch["lost_listed"], ch["lost_templated"]),
+         ch["lost"] == 0),
+        ("chaos: no tenant left with work it does not move",
+         "%d stuck (%d listed, %d template)" % (len(ch["stuck"]), ch["stuck_listed"],
+                                                ch["stuck_templated"]),
+         not ch["stuck"]),
+        ("chaos: every duplicate carries its original's Idempotency-Key",
+         "%d duplicates (of %d jobs), %d with another key; %d requests whose key is not "
+         "their job's" % (ch["duplicates"], ch["duplicated_jobs"], ch["duplicates_other_key"],
+                          ch["key_mismatch"]),
+         ch["duplicates_other_key"] == 0 and ch["key_mismatch"] == 0),
+        ("chaos: daemon RSS bounded (< %d MiB)" % CHAOS_RSS_MIB,
+         "max %.1f MiB (%d samples)" % (rss, ch["rss_samples"]), rss < CHAOS_RSS_MIB),
+    ]
+
+
+def counts_text(d):
+    """{name: n} as "name n, name n", the largest first; "none" if empty."""
+    items = sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join("%s %s" % (k, format(v, ",")) for k, v in items) or "none"
+
+
+def chaos_section(ch):
+    """The chaos soak's section of RESULTS.md."""
+    p, st = ch["params"], ch["settings"]
+    stuck = "; ".join("%s %s" % (n, "/".join(str(x) for x in c)) for n, c in ch["stuck"].items())
+    moving = "; ".join("%s %s" % (n, "/".join(str(x) for x in c)) for n, c in ch["moving"].items())
+    exits = ", ".join("%s in %.1f s" % (e["code"], e["s"]) for e in ch["final_exits"])
+    crashes = ", ".join("daemon %d exited %s at %.0f s" % (e["daemon"], e["code"], e["t"])
+                        for e in ch["unexpected_exits"]) or "none"
+    logs = "; ".join("%s x %s \"%s\"" % (format(n, ","), lvl, msg)
+                     for n, lvl, msg in ch["log_messages"]) or "none"
+    rows = [
+        ["seed", "%d (`bench/run --only chaos --seed %d` repeats the plan)" % (ch["seed"], ch["seed"])],
+        ["tenants", "%d: %d in every config (rates 5 to 200/s), %d known only through the "
+                    "\"*\" template (20/s); concurrency %d, timeout %s ms, retry %s"
+         % (ch["tenants"], ch["listed"], ch["templated"], st["concurrency"],
+            format(st["timeout_ms"], ","), json.dumps(st["retry"], sort_keys=True))],
+        ["faults", "%.0f s: %d daemon SIGKILLs (each started again at once, every %.0f-%.0f s; "
+                   "the last 2 together), %d Redis restarts (SHUTDOWN SAVE, same port and dir, "
+                   "every %.0f-%.0f s; LOADING for %s s once), Redis busy %d times (a %.0f s "
+                   "script), %d endpoint modes (%.0f-%.0f s each)"
+         % (ch["chaos_s"], ch["kills"], p["kill_every"][0], p["kill_every"][1],
+            ch["redis_restarts"], p["redis_every"][0], p["redis_every"][1],
+            "/".join("%.1f" % x for x in ch["loading_s"]) or "-", ch.get("busy", 0),
+            ch.get("busy_ms", 0) / 1000.0, ch["mode_changes"],
+            p["mode_every"][0], p["mode_every"][1])],
+        ["endpoint modes (share of the time)",
+         ", ".join("%s %.0f%%" % (m, 100 * x) for m, x in
+                   sorted(ch["mode_shares"].items(), key=lambda kv: -kv[1]))],
+        ["drain", "%.0f s (at most %.0f; it ends when nothing is left, or nothing moved for %.0f s)"
+         % (ch["drain_s"], p["drain_s"], p["stall_s"])],
+        ["jobs pushed", "%s (up front and during the faults%s)"
+         % (format(ch["pushed"], ","), ", %d with no answer to their push" % ch["ambiguous"]
+            if ch["ambiguous"] else "")],
+        ["delivered (a 2xx at the sink)", format(ch["delivered"], ",")],
+        ["dead-lettered, by reason", "%s (%s)" % (format(ch["dead_lettered"], ","),
+                                                  counts_text(ch["dead_by_reason"]))],
+        ["delivered and also dead-lettered", format(ch["delivered_and_dead"], ",")],
+        ["**lost** (neither)", "%s: %d of listed tenants, %d of template ones; where: %s"
+         % (format(ch["lost"], ","), ch["lost_listed"], ch["lost_templated"],
+            counts_text(ch["lost_where"]))],
+        ["duplicates (2xx after a job's first)", "%s, of %s jobs; %d with another "
+                                                 "Idempotency-Key than the first"
+         % (format(ch["duplicates"], ","), format(ch["duplicated_jobs"], ","),
+            ch["duplicates_other_key"])],
+        ["duplicates, by why the first delivery was not acked",
+         counts_text(ch.get("duplicate_causes", {}))],
+        ["tenants left with work they do not move (queued/retrying/in flight)",
+         "%d: %s" % (len(ch["stuck"]), stuck or "none")],
+        ["tenants with work still moving at the end", "%d%s" % (len(ch["moving"]),
+                                                               ": " + moving if moving else "")],
+        ["requests at the sink, by answer", "%s (most attempts of one job: %d)"
+         % (counts_text(ch["statuses"]), ch["max_attempts_seen"])],
+        ["daemon RSS, max (KiB)", "%s (%d samples, every 0.5 s during the faults)"
+         % (" / ".join(format(x, ",") for x in ch["rss_max_kib"]), ch["rss_samples"])],
+        ["daemons exiting by themselves", crashes],
+        ["SIGTERM at the end: exit codes", exits],
+        ["daemon log: errors and warnings", logs],
+    ]
+    return ("## 7. Chaos soak\n\nIssue 13's soak. 2 daemons (`sluice run`, 2 workers each, "
+            "each with its own config naming the same tenants and Redis) deliver to sluice-sink "
+            "while faults follow a plan drawn from the seed: a daemon SIGKILLed and started "
+            "again, Redis shut down with SAVE and started again on the same port and dir (once "
+            "with a few thousand filler keys and Redis's `--key-load-delay 1000` test setting, so "
+            "that it answers LOADING for seconds), and the endpoint's mode (sluice-sink "
+            "`/_mode/...`) switched between 5xx, 429 with Retry-After, slow answers (1.5 s; 3 s, "
+            "past the 2 s timeout, so delivered at the sink but failed for sluice), closed and "
+            "reset connections, and health (`slow/100`: 200 after 100 ms, as a real endpoint "
+            "takes its time, so that requests and acks are under way when a fault strikes; "
+            "`ok`: at once); and Redis kept busy by a 3 s script (it answers BUSY meanwhile). Jobs "
+            "are pushed with known ids, 40%% up front and most of the rest during the first 70%% "
+            "of the faults. The last 10%% of the faults is an end game: the endpoint answers 503 "
+            "while a last 3%% of each tenant's jobs is pushed (so that they wait in the retry "
+            "sets), then both daemons are SIGKILLed at once and started again (so that neither "
+            "remembers a tenant it found through its queue alone). Then the endpoint heals and "
+            "the daemons drain. A job is *delivered* when the sink answered 2xx to a request carrying it, "
+            "*dead-lettered* when `sluice:{T}:dlq` holds it, *lost* when neither; a lost job is "
+            "looked for in Redis (queue, retry, in flight, the jobs hash) to say where it was "
+            "left. Keys are counted every second during the drain; a tenant whose keys held work "
+            "and did not change over the last %.0f s is *stuck*. Each daemon process sends "
+            "`X-Test: d<slot>.<generation>` (a config of its own per start), so the sink's log "
+            "says which process sent each request. A duplicate is put down to why its job's "
+            "first 2xx was not acked: *timeout*, the endpoint then answered past the timeout "
+            "(sluice saw a failure: by design); *sender SIGKILLed*, the process that sent it was "
+            "SIGKILLed within the lease (timeout + 10 s) after it (at-least-once: by design); "
+            "*ack lost, sender alive, Redis outage*, the sender lived on and Redis was down or "
+            "loading within the lease after it (an ack that failed was not made good in time: "
+            "issue 13 item 6); *ack lost, sender alive*, neither.\n\n"
+            % p["stall_s"]
+            + table(["what", "figure"], rows))
 
 
 def sections(res, facts, command):
@@ -340,6 +465,9 @@ def sections(res, facts, command):
             ["  their payload (the claimed jobs' own)", "%.1f bytes" % mem["claimed_payload"]],
             ["claimed-job overhead beyond the payload", "%.1f bytes" % mem["claimed_overhead"]],
         ]))
+    ch = res.get("chaos")
+    if ch:
+        md.append(chaos_section(ch))
     noise = res.get("noise")
     if noise:
         rows = [[k, "%.0f s" % v["wall_s"], "%.1f%%" % v["ours_pct"], "%.1f%%" % v["foreign_pct"],

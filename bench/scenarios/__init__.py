@@ -3,9 +3,10 @@ earlier ones found: fleet and memory drain at the concurrency the
 throughput sweep chose). Each module has NAME, the --only name and its
 key in the results, and run(ctx), which leaves its figures in
 ctx.results[NAME]; report.py turns them into the table, RESULTS.md and
-the plots."""
+the plots. chaos, the soak of faults, goes last: it reads nothing of the
+others and needs a machine they no longer load."""
 
-from . import ceiling, fleet, memory, shaping, tenants, throughput
+from . import ceiling, chaos, fleet, memory, shaping, tenants, throughput
 
-SCENARIOS = [throughput, ceiling, shaping, fleet, tenants, memory]
+SCENARIOS = [throughput, ceiling, shaping, fleet, tenants, memory, chaos]
 NAMES = [s.NAME for s in SCENARIOS]

@@ -12,7 +12,8 @@ class Registry(unittest.TestCase):
     def test_scenarios_in_the_order_of_a_full_run(self):
         # fleet and memory read the concurrency throughput chose: it goes first
         self.assertEqual(scenarios.NAMES,
-                         ["throughput", "ceiling", "shaping", "fleet", "tenants", "memory"])
+                         ["throughput", "ceiling", "shaping", "fleet", "tenants", "memory",
+                          "chaos"])
         for s in scenarios.SCENARIOS:
             self.assertTrue(callable(s.run), s.NAME)
 
@@ -24,6 +25,8 @@ class Registry(unittest.TestCase):
         a = main.parse_args([])
         self.assertEqual((a.quick, a.only, a.rates, a.keep, a.build, a.out, a.command),
                          (False, "", "", False, "build-release", None, "bench/run"))
+        self.assertIsNone(a.seed)  # chaos draws one and prints it
+        self.assertEqual(main.parse_args(["--seed", "42"]).seed, 42)
 
     def test_the_daemon_of_a_build_dir(self):
         self.assertEqual(context.sluice_binary("build-release"), "build-release/sluice")

@@ -1,11 +1,13 @@
 /* http_sink.c - sluice-sink: a local HTTP endpoint for tests, the demo and
- * benchmarks. It answers by path (sink_core.h; sluice-sink --help) and appends
- * one line per request to a log that tests read back.
+ * benchmarks. It answers by path (sink_core.h; sluice-sink --help), plain
+ * paths by the mode that requests to /_mode set, and appends one line per
+ * request to a log that tests read back.
  *
  * One thread, one libevent loop. The log goes through a large buffer that
  * only ever holds whole lines and is written out at most 10 ms after a line
  * enters it, on exit, and whenever it is full: a reader never sees half a
  * line, and a line at most ~10 ms late. */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -43,6 +46,7 @@ struct sink {
     sl_sink_log log;
     struct event *flush_timer; /* pending while the log buffer holds lines */
     sl_flaky_map flaky;
+    sl_sink_route mode; /* what plain paths answer; all-zero: 200 "ok" */
     struct event *sigterm, *sigint;
     slow_request *slow; /* list head */
     int exit_code;
@@ -160,6 +164,52 @@ static void on_slow_timer(evutil_socket_t fd, short what, void *arg)
     slow_unlink(w->owner, w);
 }
 
+/* Drops the request's connection with a TCP reset. Setting SO_LINGER to
+ * zero is not enough: libevent shuts the socket down for writing (a FIN)
+ * before it closes it, and a client that reads that FIN first sees a clean
+ * close. So a placeholder descriptor takes the socket's number (dup2
+ * closes the socket there and then, and with linger zero that close is a
+ * reset), and libevent's shutdown and close later land on the placeholder. */
+static void reset_connection(struct evhttp_request *req)
+{
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
+    evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+    if (fd >= 0) {
+        struct linger now = {.l_onoff = 1, .l_linger = 0};
+        int placeholder = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (placeholder >= 0 && setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, sizeof now) == 0)
+            dup2(placeholder, fd);
+        if (placeholder >= 0)
+            close(placeholder);
+    }
+    evhttp_connection_free(conn);
+}
+
+/* GET /_mode answers the mode; /_mode/BEHAVIOUR (any method) sets it.
+ * Neither is logged: they are the test's, not the client's. */
+static void on_mode_request(sink *s, struct evhttp_request *req, const sl_sink_route *route)
+{
+    if (route->mode_path[0]) {
+        sl_sink_route next;
+        const char *err = sl_sink_mode_parse(route->mode_path, &next);
+        if (err) {
+            char body[256];
+            snprintf(body, sizeof body, "%s\n", err);
+            reply(req, 400, body);
+            return;
+        }
+        s->mode = next;
+    }
+    char body[192];
+    int n = sl_sink_route_describe(&s->mode, body, sizeof body - 1);
+    if (n < 0 || (size_t)n >= sizeof body - 1)
+        n = (int)strlen(body);
+    body[n] = '\n';
+    body[n + 1] = '\0';
+    reply(req, 200, body);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     sink *s = arg;
@@ -167,25 +217,31 @@ static void on_request(struct evhttp_request *req, void *arg)
     clock_gettime(CLOCK_REALTIME, &now);
     int64_t arrival_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
 
-    sl_sink_route route;
-    sl_sink_route_parse(evhttp_request_get_uri(req), &route);
-    if (route.kind == SL_SINK_HEALTH && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
+    sl_sink_route own;
+    sl_sink_route_parse(evhttp_request_get_uri(req), &own);
+    if (own.kind == SL_SINK_HEALTH && evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
         reply(req, 200, "ok");
         return;
     }
+    if (own.kind == SL_SINK_MODE) {
+        on_mode_request(s, req, &own);
+        return;
+    }
+    const sl_sink_route *route = sl_sink_route_under_mode(&own, &s->mode);
     struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
     int status = 200;
-    switch (route.kind) {
+    switch (route->kind) {
     case SL_SINK_STATUS:
-        status = route.status;
+        status = route->status;
         break;
     case SL_SINK_FLAKY: {
         const char *key = evhttp_find_header(headers, "Idempotency-Key");
         uint64_t seen = sl_flaky_hit(&s->flaky, key ? key : "", key ? strlen(key) : 0);
-        status = seen == 0 ? 500 : seen <= (uint64_t)route.param ? 503 : 200;
+        status = seen == 0 ? 500 : seen <= (uint64_t)route->param ? 503 : 200;
         break;
     }
     case SL_SINK_CLOSE:
+    case SL_SINK_RESET:
         status = 0;
         break;
     case SL_SINK_BAD:
@@ -196,11 +252,11 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     log_request(s, req, arrival_us, headers, status);
 
-    switch (route.kind) {
+    switch (route->kind) {
     case SL_SINK_STATUS: {
-        if (route.retry_after[0])
+        if (route->retry_after[0])
             evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After",
-                              route.retry_after);
+                              route->retry_after);
         char body[32];
         snprintf(body, sizeof body, "status %d\n", status);
         reply(req, status, body);
@@ -223,7 +279,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         s->slow = w;
         /* From now, not from when this loop turn began. */
         event_base_update_cache_time(s->base);
-        struct timeval tv = {route.param / 1000, (route.param % 1000) * 1000};
+        struct timeval tv = {route->param / 1000, (route->param % 1000) * 1000};
         evtimer_add(w->timer, &tv);
         break;
     }
@@ -235,8 +291,11 @@ static void on_request(struct evhttp_request *req, void *arg)
          * allows that from this callback and touches neither afterwards. */
         evhttp_connection_free(evhttp_request_get_connection(req));
         break;
+    case SL_SINK_RESET:
+        reset_connection(req); /* frees the request with its connection, as above */
+        break;
     case SL_SINK_BAD:
-        reply(req, 400, route.error);
+        reply(req, 400, route->error);
         break;
     default:
         reply(req, 200, "ok");

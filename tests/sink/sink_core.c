@@ -1,4 +1,5 @@
 /* sink_core.c - see sink_core.h. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,8 +99,13 @@ void sl_sink_route_parse(const char *uri, sl_sink_route *out)
     int64_t v;
     if (starts_with(path, "/_health", &rest) && segment_end(*rest) && *rest != '/') {
         out->kind = SL_SINK_HEALTH;
+    } else if (starts_with(path, "/_mode", &rest) && segment_end(*rest)) {
+        out->kind = SL_SINK_MODE;
+        out->mode_path = *rest == '/' ? rest : "";
     } else if (starts_with(path, "/close", &rest) && segment_end(*rest)) {
         out->kind = SL_SINK_CLOSE;
+    } else if (starts_with(path, "/reset", &rest) && segment_end(*rest)) {
+        out->kind = SL_SINK_RESET;
     } else if (starts_with(path, "/status/", &rest)) {
         if (!parse_uint(&rest, &v) || !segment_end(*rest) || v < 100 || v > 599) {
             out->kind = SL_SINK_BAD;
@@ -133,6 +139,68 @@ void sl_sink_route_parse(const char *uri, sl_sink_route *out)
         out->kind = SL_SINK_FLAKY;
         out->param = v;
     }
+}
+
+/* ---- the mode ---- */
+
+const char *sl_sink_mode_parse(const char *mode_path, sl_sink_route *mode)
+{
+    const char *rest;
+    if (starts_with(mode_path, "/ok", &rest) && segment_end(*rest) && *rest != '/') {
+        memset(mode, 0, sizeof *mode);
+        mode->kind = SL_SINK_OK;
+        return NULL;
+    }
+    if (*mode_path != '/')
+        return "/_mode/BEHAVIOUR: a behaviour is required (ok, status/NNN, slow/MS, flaky/N, "
+               "close or reset)";
+    sl_sink_route_parse(mode_path, mode);
+    switch (mode->kind) {
+    case SL_SINK_STATUS:
+    case SL_SINK_SLOW:
+    case SL_SINK_FLAKY:
+    case SL_SINK_CLOSE:
+    case SL_SINK_RESET:
+        return NULL;
+    case SL_SINK_BAD:
+        return mode->error;
+    default:
+        return "/_mode/BEHAVIOUR: BEHAVIOUR must be ok, status/NNN[?retry_after=S], slow/MS, "
+               "flaky/N, close or reset";
+    }
+}
+
+const sl_sink_route *sl_sink_route_under_mode(const sl_sink_route *request,
+                                              const sl_sink_route *mode)
+{
+    return request->kind == SL_SINK_OK ? mode : request;
+}
+
+int sl_sink_route_describe(const sl_sink_route *r, char *out, size_t size)
+{
+    switch (r->kind) {
+    case SL_SINK_STATUS:
+        if (r->retry_after[0])
+            return snprintf(out, size, "status %d retry_after=%s", r->status, r->retry_after);
+        return snprintf(out, size, "status %d", r->status);
+    case SL_SINK_SLOW:
+        return snprintf(out, size, "slow %lld", (long long)r->param);
+    case SL_SINK_FLAKY:
+        return snprintf(out, size, "flaky %lld", (long long)r->param);
+    case SL_SINK_CLOSE:
+        return snprintf(out, size, "close");
+    case SL_SINK_RESET:
+        return snprintf(out, size, "reset");
+    case SL_SINK_HEALTH:
+        return snprintf(out, size, "health");
+    case SL_SINK_MODE:
+        return snprintf(out, size, "mode");
+    case SL_SINK_BAD:
+        return snprintf(out, size, "bad");
+    case SL_SINK_OK:
+        break;
+    }
+    return snprintf(out, size, "ok");
 }
 
 /* ---- log lines ---- */

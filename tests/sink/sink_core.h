@@ -1,6 +1,7 @@
 /* sink_core.h - the decisions of sluice-sink as pure functions: which
- * behaviour a request URI selects, how a log line is written, and the
- * per-Idempotency-Key counters of /flaky. No I/O, no clock. */
+ * behaviour a request URI selects, the mode that plain paths follow, how a
+ * log line is written, and the per-Idempotency-Key counters of /flaky. No
+ * I/O, no clock. */
 #ifndef SLUICE_SINK_CORE_H
 #define SLUICE_SINK_CORE_H
 
@@ -20,6 +21,8 @@ typedef enum sl_sink_kind {
     SL_SINK_SLOW,   /* /slow/MS[/...] */
     SL_SINK_FLAKY,  /* /flaky/N[/...] */
     SL_SINK_CLOSE,  /* /close[/...]: drop the connection, no answer */
+    SL_SINK_RESET,  /* /reset[/...]: drop the connection with a TCP reset */
+    SL_SINK_MODE,   /* /_mode[/BEHAVIOUR]: a control path, any method */
     SL_SINK_BAD,    /* a behaviour path with a bad parameter: 400 */
 } sl_sink_kind;
 
@@ -29,12 +32,35 @@ typedef struct sl_sink_route {
     int64_t param;   /* SLOW: milliseconds; FLAKY: 503s per key before 200s */
     char retry_after[SL_SINK_RETRY_AFTER_MAX]; /* STATUS: decoded, "" if none */
     const char *error; /* BAD: a static message naming the bad part */
+    const char *mode_path; /* MODE: what follows "/_mode" in the uri, "" for none */
 } sl_sink_route;
 
 /* Parses a request URI (origin form "/p?q" or absolute form
  * "http://h/p?q") into the behaviour it selects. Never fails: unknown
  * paths are SL_SINK_OK, bad parameters SL_SINK_BAD with out->error set. */
 void sl_sink_route_parse(const char *uri, sl_sink_route *out);
+
+/* ---- the mode ----
+ * A request to a plain path (SL_SINK_OK) follows the sink's mode, which
+ * control requests to /_mode/BEHAVIOUR set at run time: a test or a soak
+ * makes the same endpoint URLs flap between failures and health. A
+ * behaviour path keeps its own behaviour whatever the mode. */
+
+/* Parses a mode path (a route's mode_path, like "/status/429?retry_after=2",
+ * "/slow/1500", "/close", "/reset", "/flaky/2" or "/ok" for healthy) into
+ * *mode; NULL on success, else a static message saying why (then *mode is
+ * unspecified: parse into a scratch route). "" (no path) is refused. */
+const char *sl_sink_mode_parse(const char *mode_path, sl_sink_route *mode);
+
+/* The route a request follows: its own, unless its path selects no
+ * behaviour (SL_SINK_OK), then the mode's. Returns one of the two. */
+const sl_sink_route *sl_sink_route_under_mode(const sl_sink_route *request,
+                                              const sl_sink_route *mode);
+
+/* Describes a route in a few words ("ok", "status 429 retry_after=2",
+ * "slow 1500", "flaky 2", "close", "reset") into out (size bytes, always
+ * NUL-terminated); returns what snprintf would. */
+int sl_sink_route_describe(const sl_sink_route *r, char *out, size_t size);
 
 /* One request as it goes to the log. Strings are NUL-terminated; NULL
  * stands for an absent header and is written as "-". The body is given as

@@ -20,7 +20,11 @@ static void usage(FILE *to)
           "  listening. Each request but GET /_health is appended to --log as\n"
           "  arrival_us method uri idempotency_key tenant status body x_test\n"
           "  (tab-separated, escaped). Paths: /status/NNN[?retry_after=S],\n"
-          "  /slow/MS/..., /flaky/N/..., /close, anything else 200 \"ok\".\n",
+          "  /slow/MS/..., /flaky/N/..., /close (no answer), /reset (a TCP reset);\n"
+          "  any other path follows the mode, 200 \"ok\" until a request to\n"
+          "  /_mode/BEHAVIOUR sets it (BEHAVIOUR: ok or one of those paths, e.g.\n"
+          "  /_mode/status/429?retry_after=2); GET /_mode answers it. Control\n"
+          "  requests (/_mode, GET /_health) are not logged.\n",
           to);
 }
 

@@ -1,6 +1,7 @@
 /* test_sink.c - sluice-sink, the local HTTP endpoint of the tests, the demo
- * and the benchmarks: every behaviour path answers as documented, the log
- * records each request whole, keep-alive works, and the process refuses a
+ * and the benchmarks: every behaviour path answers as documented, the mode
+ * set through /_mode decides what plain paths answer, the log records each
+ * request whole, keep-alive works, and the process refuses a
  * non-loopback address and exits 0 on SIGTERM. Real HTTP over 127.0.0.1
  * with libcurl; the binary comes from meson as SLUICE_SINK. */
 #include <criterion/criterion.h>
@@ -340,6 +341,115 @@ Test(test_endpoint, close_drops_the_connection_without_an_answer)
     cr_assert_eq(n, 2);
     cr_expect_str_eq(reqs[0].path, "/close");
     cr_expect_eq(reqs[0].status, 0);
+    sink_requests_free(reqs, n);
+    sink_stop(&s);
+}
+
+Test(test_endpoint, reset_drops_the_connection_with_a_tcp_reset)
+{
+    sink_process s;
+    start(&s);
+    /* A reset, not the clean close of /close (CURLE_GOT_NOTHING). */
+    for (int i = 0; i < 5; i++) {
+        response r = request(&s, "POST", "/reset/t", "x", 1, NULL);
+        cr_expect_eq(r.code, CURLE_RECV_ERROR, "try %d, curl: %s", i, curl_easy_strerror(r.code));
+        cr_expect_eq(r.status, 0);
+    }
+    cr_expect_eq(get(&s, "/after-reset").status, 200, "the sink survives /reset");
+    sink_request *reqs;
+    size_t n = sink_wait_log(&s, 6, 3000, &reqs);
+    cr_assert_eq(n, 6);
+    cr_expect_str_eq(reqs[0].path, "/reset/t");
+    cr_expect_eq(reqs[0].status, 0);
+    cr_expect_eq(reqs[5].status, 200);
+    sink_requests_free(reqs, n);
+    sink_stop(&s);
+}
+
+/* ---- the mode ---- */
+
+Test(test_endpoint, mode_sets_what_plain_paths_answer)
+{
+    sink_process s;
+    start(&s);
+    response r = get(&s, "/_mode");
+    cr_expect_eq(r.status, 200);
+    cr_expect_str_eq(r.body, "ok\n");
+
+    r = request(&s, "PUT", "/_mode/status/429?retry_after=2", NULL, 0, NULL);
+    cr_expect_eq(r.status, 200);
+    cr_expect_str_eq(r.body, "status 429 retry_after=2\n");
+    r = request(&s, "POST", "/hook/a", "{}", 2, NULL);
+    cr_expect_eq(r.status, 429);
+    cr_expect_str_eq(r.retry_after, "2");
+    /* A behaviour path keeps its own behaviour whatever the mode. */
+    r = get(&s, "/status/201");
+    cr_expect_eq(r.status, 201);
+    cr_expect_str_empty(r.retry_after);
+
+    cr_expect_eq(get(&s, "/_mode/status/503").status, 200);
+    r = request(&s, "POST", "/hook/b", "{}", 2, NULL);
+    cr_expect_eq(r.status, 503);
+    cr_expect_str_empty(r.retry_after, "the old mode's Retry-After stayed: %s", r.retry_after);
+
+    cr_expect_eq(get(&s, "/_mode/close").status, 200);
+    cr_expect_eq(request(&s, "POST", "/hook/c", "{}", 2, NULL).code, CURLE_GOT_NOTHING);
+    cr_expect_eq(get(&s, "/_mode/reset").status, 200);
+    cr_expect_eq(request(&s, "POST", "/hook/d", "{}", 2, NULL).code, CURLE_RECV_ERROR);
+
+    cr_expect_eq(get(&s, "/_mode/slow/300").status, 200);
+    int64_t t0 = now_us(CLOCK_MONOTONIC);
+    r = request(&s, "POST", "/hook/e", "{}", 2, NULL);
+    int64_t took = now_us(CLOCK_MONOTONIC) - t0;
+    cr_expect_eq(r.status, 200);
+    cr_expect(took >= 300000 && took < 5000000, "slow mode took %" PRId64 " us", took);
+
+    struct curl_slist *k = key_header("job-f");
+    cr_expect_eq(get(&s, "/_mode/flaky/1").status, 200);
+    cr_expect_eq(request(&s, "POST", "/hook/f", "{}", 2, k).status, 503);
+    cr_expect_eq(request(&s, "POST", "/hook/f", "{}", 2, k).status, 200);
+    curl_slist_free_all(k);
+
+    r = request(&s, "POST", "/_mode/ok", NULL, 0, NULL);
+    cr_expect_str_eq(r.body, "ok\n");
+    cr_expect_eq(request(&s, "POST", "/hook/g", "{}", 2, NULL).status, 200);
+
+    /* Control requests are not logged; each answer under a mode is, with
+     * the status the mode gave it (0: no answer). */
+    sink_request *reqs;
+    size_t n = sink_wait_log(&s, 9, 3000, &reqs);
+    cr_assert_eq(n, 9, "%zu requests logged", n);
+    const char *paths[] = {"/hook/a", "/status/201", "/hook/b", "/hook/c", "/hook/d",
+                           "/hook/e", "/hook/f", "/hook/f", "/hook/g"};
+    const int statuses[] = {429, 201, 503, 0, 0, 200, 503, 200, 200};
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_str_eq(reqs[i].path, paths[i], "line %zu", i);
+        cr_expect_eq(reqs[i].status, statuses[i], "line %zu (%s)", i, reqs[i].path);
+    }
+    sink_requests_free(reqs, n);
+    sink_stop(&s);
+}
+
+Test(test_endpoint, a_bad_mode_is_refused_and_changes_nothing)
+{
+    sink_process s;
+    start(&s);
+    cr_expect_eq(get(&s, "/_mode/status/502").status, 200);
+    const char *bad[] = {"/_mode/", "/_mode/nope", "/_mode/okay", "/_mode/status/99",
+                         "/_mode/slow/99999999", "/_mode/_health", "/_mode/_mode/ok",
+                         "/_mode/status/503?retry_after=%0d%0a"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        response r = get(&s, bad[i]);
+        cr_expect_eq(r.status, 400, "%s answered %ld", bad[i], r.status);
+    }
+    response r = get(&s, "/_mode");
+    cr_expect_str_eq(r.body, "status 502\n");
+    cr_expect_eq(get(&s, "/hook").status, 502);
+    /* /_modes is a plain path, not a control one. */
+    cr_expect_eq(get(&s, "/_modes").status, 502);
+    sink_request *reqs;
+    size_t n = sink_wait_log(&s, 2, 3000, &reqs);
+    cr_expect_eq(n, 2, "control requests were logged: %zu lines", n);
     sink_requests_free(reqs, n);
     sink_stop(&s);
 }
