@@ -16,6 +16,12 @@ ARGV  1 tenant, then ops, each a name and its fields:
                                               HTTP attempt was made, counted)
         pause   delay_us                      no slot before now + delay_us
 Reply {applied, stale}
+
+Cost: the leases of the whole batch are checked with one ZMSCORE and their
+records read with one HMGET; the ops are then applied in order in Lua, and
+their writes go out as one ZREM, HDEL, HSET, ZADD and LPUSH each. An op
+that takes a job removes its lease, so a later op of the batch on the same
+job finds none, as it would one call at a time.
 ]]
 
 -- sluice:include shaping
@@ -24,60 +30,111 @@ Reply {applied, stale}
 
 local K_INFLIGHT, K_JOBS, K_RETRY, K_DLQ, K_SHAPE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local tenant = ARGV[1]
+local BATCH_ARGS = 4000 -- arguments per variadic call: even (pairs), far below Lua's unpack limit
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function fmt(n) return string.format('%d', n) end
+
+-- `command key args...` in calls of at most BATCH_ARGS arguments; the
+-- replies of the calls that return arrays, concatenated (false: nil).
+local function redis_batch(command, key, args)
+  local replies = {}
+  for first = 1, #args, BATCH_ARGS do
+    local reply = redis.call(command, key, unpack(args, first, math.min(first + BATCH_ARGS - 1, #args)))
+    if type(reply) == 'table' then
+      for i = 1, #reply do replies[#replies + 1] = reply[i] end
+    end
+  end
+  return replies
+end
+
+local WIDTH = {done = 3, retry = 5, release = 4, dead = 7, pause = 2} -- an op's arguments, its name included
+
+-- The ops' positions in ARGV, and the ids they name, in order.
+local ops, ids = {}, {}
+local i = 2
+while i <= #ARGV do
+  local width = WIDTH[ARGV[i]]
+  if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(ARGV[i])) end
+  ops[#ops + 1] = i
+  if ARGV[i] ~= 'pause' then ids[#ids + 1] = ARGV[i + 1] end
+  i = i + width
+end
+
+-- Each named job's lease (nil: none), then the records of those whose
+-- lease some op presents (false: none), each read once.
+local leases, records = {}, {}
+local scores = redis_batch('ZMSCORE', K_INFLIGHT, ids)
+for k, id in ipairs(ids) do leases[id] = scores[k] or nil end
+local wanted = {}
+for _, at in ipairs(ops) do
+  local id = ARGV[at + 1]
+  if ARGV[at] ~= 'pause' and leases[id] and tonumber(leases[id]) == tonumber(ARGV[at + 2])
+    and records[id] == nil then
+    records[id] = false
+    wanted[#wanted + 1] = id
+  end
+end
+for k, record in ipairs(redis_batch('HMGET', K_JOBS, wanted)) do records[wanted[k]] = record end
+
+-- What the batch writes, gathered and written once at its end.
+local inflight_removed, jobs_deleted, jobs_set, retry_added, dlq_records = {}, {}, {}, {}, {}
 
 -- The job's record if it still holds `lease`, else nil. A record this
 -- version cannot read stays leased: when the lease expires, claim.lua
 -- dead-letters it whole.
 local function take(id, lease)
-  local score = redis.call('ZSCORE', K_INFLIGHT, id)
+  local score = leases[id]
   if not score or tonumber(score) ~= tonumber(lease) then return nil end
-  local record = redis.call('HGET', K_JOBS, id)
+  local record = records[id]
   if not record then
-    redis.call('ZREM', K_INFLIGHT, id)
+    inflight_removed[#inflight_removed + 1] = id
+    leases[id] = nil
     return nil
   end
   local attempts, first_seen, job = job_record_decode(record)
   if not job then return nil end
-  redis.call('ZREM', K_INFLIGHT, id)
+  inflight_removed[#inflight_removed + 1] = id
+  leases[id] = nil
   return {attempts = attempts, first_seen = first_seen, job = job}
 end
 
 local applied, stale = 0, 0
-local i = 2
-while i <= #ARGV do
-  local op = ARGV[i]
+for _, at in ipairs(ops) do
+  local op = ARGV[at]
   if op == 'pause' then
     -- No slot before the pause ends: the schedule restarts there.
-    local paused = shaping_pause(shaping_load(K_SHAPE), now + tonumber(ARGV[i + 1]))
+    local paused = shaping_pause(shaping_load(K_SHAPE), now + tonumber(ARGV[at + 1]))
     if paused then shaping_store(K_SHAPE, paused) end
     applied = applied + 1
-    i = i + 2
   else
-    local width = ({done = 3, retry = 5, release = 4, dead = 7})[op]
-    if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(op)) end
-    local id, lease = ARGV[i + 1], ARGV[i + 2]
+    local id, lease = ARGV[at + 1], ARGV[at + 2]
     local record = take(id, lease)
     if not record then
       stale = stale + 1
     elseif op == 'done' then
-      redis.call('HDEL', K_JOBS, id)
+      jobs_deleted[#jobs_deleted + 1] = id
     elseif op == 'retry' or op == 'release' then
       if op == 'retry' then
         record.attempts = record.attempts + 1
-        redis.call('HSET', K_JOBS, id, job_record_encode(record.attempts, record.first_seen, record.job))
+        jobs_set[#jobs_set + 1] = id
+        jobs_set[#jobs_set + 1] = job_record_encode(record.attempts, record.first_seen, record.job)
       end
-      redis.call('ZADD', K_RETRY, fmt(now + tonumber(ARGV[i + 3])), id)
+      retry_added[#retry_added + 1] = fmt(now + tonumber(ARGV[at + 3]))
+      retry_added[#retry_added + 1] = id
     else -- dead
-      redis.call('HDEL', K_JOBS, id)
-      redis.call('LPUSH', K_DLQ, dead_letter_record(tenant, ARGV[i + 3], record.job, id,
-        tonumber(ARGV[i + 4]), ARGV[i + 6], record.attempts + tonumber(ARGV[i + 5]),
-        record.first_seen, now))
+      jobs_deleted[#jobs_deleted + 1] = id
+      dlq_records[#dlq_records + 1] = dead_letter_record(tenant, ARGV[at + 3], record.job, id,
+        tonumber(ARGV[at + 4]), ARGV[at + 6], record.attempts + tonumber(ARGV[at + 5]),
+        record.first_seen, now)
     end
     if record then applied = applied + 1 end
-    i = i + width
   end
 end
+
+redis_batch('ZREM', K_INFLIGHT, inflight_removed)
+redis_batch('HDEL', K_JOBS, jobs_deleted)
+redis_batch('HSET', K_JOBS, jobs_set)
+redis_batch('ZADD', K_RETRY, retry_added)
+redis_batch('LPUSH', K_DLQ, dlq_records)
 return {applied, stale}
