@@ -35,9 +35,12 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function fmt(n) return string.format('%d', n) end
 
--- `command key args...` in calls of at most BATCH_ARGS arguments; the
--- replies of the calls that return arrays, concatenated (false: nil).
+-- `command key args...` in calls of at most BATCH_ARGS arguments (none
+-- when args is empty); the replies of the calls that return arrays,
+-- concatenated (false: nil).
 local function redis_batch(command, key, args)
+  if #args == 0 then return {} end
+  if #args <= BATCH_ARGS then return redis.call(command, key, unpack(args)) end -- the usual case
   local replies = {}
   for first = 1, #args, BATCH_ARGS do
     local reply = redis.call(command, key, unpack(args, first, math.min(first + BATCH_ARGS - 1, #args)))
@@ -50,57 +53,60 @@ end
 
 local WIDTH = {done = 3, retry = 5, release = 4, dead = 7, pause = 2} -- an op's arguments, its name included
 
--- The ops' positions in ARGV, and the ids they name, in order.
-local ops, ids = {}, {}
+-- The ops' positions in ARGV, in order, and the ids of those on a job:
+-- op k names ids[job_of[k]] (job_of[k] false: a pause).
+local ops, job_of, ids = {}, {}, {}
 local i = 2
 while i <= #ARGV do
   local width = WIDTH[ARGV[i]]
   if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(ARGV[i])) end
   ops[#ops + 1] = i
-  if ARGV[i] ~= 'pause' then ids[#ids + 1] = ARGV[i + 1] end
+  if width == 2 then
+    job_of[#ops] = false
+  else
+    ids[#ids + 1] = ARGV[i + 1]
+    job_of[#ops] = #ids
+  end
   i = i + width
 end
 
--- Each named job's lease (nil: none), then the records of those whose
--- lease some op presents (false: none), each read once.
-local leases, records = {}, {}
+-- Which ops present the lease their job holds (by ZMSCORE: the score
+-- reads as the same digits unless Redis wrote it another way, then as
+-- numbers), and those jobs' records (one HMGET): record_of[k] indexes
+-- records for op k, false when its lease is not held.
 local scores = redis_batch('ZMSCORE', K_INFLIGHT, ids)
-for k, id in ipairs(ids) do leases[id] = scores[k] or nil end
-local wanted = {}
-for _, at in ipairs(ops) do
-  local id = ARGV[at + 1]
-  if ARGV[at] ~= 'pause' and leases[id] and tonumber(leases[id]) == tonumber(ARGV[at + 2])
-    and records[id] == nil then
-    records[id] = false
-    wanted[#wanted + 1] = id
+local record_of, wanted = {}, {}
+for k = 1, #ops do
+  local j, lease = job_of[k], ARGV[ops[k] + 2]
+  local score = j and scores[j]
+  if score and (score == lease or tonumber(score) == tonumber(lease)) then
+    wanted[#wanted + 1] = ids[j]
+    record_of[k] = #wanted
+  else
+    record_of[k] = false
   end
 end
-for k, record in ipairs(redis_batch('HMGET', K_JOBS, wanted)) do records[wanted[k]] = record end
+local records = redis_batch('HMGET', K_JOBS, wanted)
 
 -- What the batch writes, gathered and written once at its end.
 local inflight_removed, jobs_deleted, jobs_set, retry_added, dlq_records = {}, {}, {}, {}, {}
+local taken = {} -- ids whose lease an earlier op of the batch removed
 
--- The job's record if it still holds `lease`, else nil. A record this
--- version cannot read stays leased: when the lease expires, claim.lua
--- dead-letters it whole.
-local function take(id, lease)
-  local score = leases[id]
-  if not score or tonumber(score) ~= tonumber(lease) then return nil end
-  local record = records[id]
-  if not record then
-    inflight_removed[#inflight_removed + 1] = id
-    leases[id] = nil
-    return nil
-  end
-  local attempts, first_seen, job = job_record_decode(record)
-  if not job then return nil end
+-- The record of op k's job if the op holds its lease, else nil; the lease
+-- is gone once taken. A record this version cannot read stays leased:
+-- when the lease expires, claim.lua dead-letters it whole.
+local function take(k, id)
+  if not record_of[k] or taken[id] then return nil end
+  local record = records[record_of[k]]
+  if record and not job_record_valid(record) then return nil end
   inflight_removed[#inflight_removed + 1] = id
-  leases[id] = nil
-  return {attempts = attempts, first_seen = first_seen, job = job}
+  taken[id] = true
+  return record or nil
 end
 
 local applied, stale = 0, 0
-for _, at in ipairs(ops) do
+for k = 1, #ops do
+  local at = ops[k]
   local op = ARGV[at]
   if op == 'pause' then
     -- No slot before the pause ends: the schedule restarts there.
@@ -108,25 +114,27 @@ for _, at in ipairs(ops) do
     if paused then shaping_store(K_SHAPE, paused) end
     applied = applied + 1
   else
-    local id, lease = ARGV[at + 1], ARGV[at + 2]
-    local record = take(id, lease)
+    local id = ARGV[at + 1]
+    local record = take(k, id)
     if not record then
       stale = stale + 1
     elseif op == 'done' then
       jobs_deleted[#jobs_deleted + 1] = id
-    elseif op == 'retry' or op == 'release' then
-      if op == 'retry' then
-        record.attempts = record.attempts + 1
-        jobs_set[#jobs_set + 1] = id
-        jobs_set[#jobs_set + 1] = job_record_encode(record.attempts, record.first_seen, record.job)
-      end
+    elseif op == 'release' then
       retry_added[#retry_added + 1] = fmt(now + tonumber(ARGV[at + 3]))
       retry_added[#retry_added + 1] = id
-    else -- dead
-      jobs_deleted[#jobs_deleted + 1] = id
-      dlq_records[#dlq_records + 1] = dead_letter_record(tenant, ARGV[at + 3], record.job, id,
-        tonumber(ARGV[at + 4]), ARGV[at + 6], record.attempts + tonumber(ARGV[at + 5]),
-        record.first_seen, now)
+    else -- retry, dead: the record is read
+      local attempts, first_seen, job = job_record_decode(record)
+      if op == 'retry' then
+        jobs_set[#jobs_set + 1] = id
+        jobs_set[#jobs_set + 1] = job_record_encode(attempts + 1, first_seen, job)
+        retry_added[#retry_added + 1] = fmt(now + tonumber(ARGV[at + 3]))
+        retry_added[#retry_added + 1] = id
+      else
+        jobs_deleted[#jobs_deleted + 1] = id
+        dlq_records[#dlq_records + 1] = dead_letter_record(tenant, ARGV[at + 3], job, id,
+          tonumber(ARGV[at + 4]), ARGV[at + 6], attempts + tonumber(ARGV[at + 5]), first_seen, now)
+      end
     end
     if record then applied = applied + 1 end
   end

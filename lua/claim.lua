@@ -115,9 +115,12 @@ if now <= 0 then
 end
 local function fmt(n) return string.format('%d', n) end
 
--- `command key args...` in calls of at most BATCH_ARGS arguments; the
--- replies of the calls that return arrays, concatenated (false: nil).
+-- `command key args...` in calls of at most BATCH_ARGS arguments (none
+-- when args is empty); the replies of the calls that return arrays,
+-- concatenated (false: nil).
 local function redis_batch(command, key, args)
+  if #args == 0 then return {} end
+  if #args <= BATCH_ARGS then return redis.call(command, key, unpack(args)) end -- the usual case
   local replies = {}
   for first = 1, #args, BATCH_ARGS do
     local reply = redis.call(command, key, unpack(args, first, math.min(first + BATCH_ARGS - 1, #args)))
@@ -211,8 +214,8 @@ end
 
 -- When the job dequeued k-th from the head (k from 0) was first seen.
 local function seen_at(checkpoints, k)
-  for _, c in ipairs(checkpoints) do
-    if c.n > k then return c.t end
+  for i = 1, #checkpoints do
+    if checkpoints[i].n > k then return checkpoints[i].t end
   end
   return now -- not reached: this claim's checkpoint covers the whole queue
 end
@@ -259,7 +262,9 @@ local shape = shaping_load(K_SHAPE)
 local shape_changed = false
 local schedule_capacity = overflow_dead_letter and capacity or 9000000
 for _, limit in ipairs(limits) do limit.state = limit.algorithm.load(limit.key) end
-local claimed = {}
+-- The reply: its header, written last, then 6 fields per claimed job.
+local reply = {0, 0, 0, 0, 0, 0}
+local claimed = 0 -- jobs in the reply
 local horizon = now + lookahead_us
 local bytes = 0 -- of the candidates judged: the reply's byte bound counts them
 
@@ -288,7 +293,7 @@ local queue_read, read_count = {}, 0
 local function queue_head()
   if queue_taken == read_count then
     if read_count >= queue_len then return nil end
-    local n = chunk_size(math.max(batch - #claimed, 1))
+    local n = chunk_size(math.max(batch - claimed, 1))
     local chunk = redis.call('LRANGE', K_QUEUE, -(read_count + n), -(read_count + 1))
     for i = #chunk, 1, -1 do -- the list's right end is its head
       read_count = read_count + 1
@@ -309,7 +314,7 @@ local records = {}
 -- The first retry not consumed, {id, due}, or nil: the set holds no more.
 local function retry_head()
   if retry_next > #retries and not retries_all then
-    local n = math.max(batch - #claimed, 1) + 1 -- and the first that will wait, for next_us
+    local n = math.max(batch - claimed, 1) + 1 -- and the first that will wait, for next_us
     local ranked = redis.call('ZRANGE', K_RETRY, #retries, #retries + n - 1, 'WITHSCORES')
     for i = 1, #ranked, 2 do retries[#retries + 1] = {id = ranked[i], due = tonumber(ranked[i + 1])} end
     retries_all = #ranked < 2 * n
@@ -321,7 +326,7 @@ end
 -- next due retries with it (one HMGET), as many as chunk_size allows.
 local function retry_record(retry)
   if records[retry.id] == nil then
-    local ids, n = {}, chunk_size(math.max(batch - #claimed, 1))
+    local ids, n = {}, chunk_size(math.max(batch - claimed, 1))
     for i = retry_next, #retries do
       if #ids >= n or retries[i].due > horizon then break end
       if records[retries[i].id] == nil then ids[#ids + 1] = retries[i].id end
@@ -375,11 +380,14 @@ local function next_candidate()
   return {job = job, attempts = 0, first_seen = seen_at(seen, queue_taken), due = now}
 end
 
+local NO_LIMIT_STATES = {} -- judge_limits without limits: read, never written
+
 -- Every limit must pass at the slot; none commits unless all do. Returns
 -- the limits' states were the job claimed, the name of the first denying
 -- limit that dead-letters (nil: none), and when every denying limit that
 -- delays would pass (nil: none denied).
 local function judge_limits(slot)
+  if #limits == 0 then return NO_LIMIT_STATES, nil, nil end
   local states, denied_by, delay_until = {}, nil, nil
   for i, limit in ipairs(limits) do
     local ok, _, wait, new_state = limit.algorithm.decide(limit.state, limit.first, limit.second, slot)
@@ -439,7 +447,8 @@ local record_heads = {}
 -- a new job gets its id and record, and the job is leased until slot + lease_us.
 local function commit(c, verdict)
   shape, shape_changed = verdict.shape, true
-  for i, limit in ipairs(limits) do
+  for i = 1, #limits do
+    local limit = limits[i]
     limit.state = verdict.limit_states[i]
     if limit.algorithm.store_each then
       limit.algorithm.store(limit.key, limit.state, limit.first, limit.second)
@@ -449,7 +458,7 @@ local function commit(c, verdict)
   end
   local id = c.id
   if not id then -- a new job: attempts 0
-    id = id_prefix .. string.format('%x', #claimed)
+    id = id_prefix .. string.format('%x', claimed)
     local head = record_heads[c.first_seen]
     if not head then
       head = job_record_encode(0, c.first_seen, '')
@@ -461,7 +470,10 @@ local function commit(c, verdict)
   local lease = verdict.slot + lease_us
   inflight_added[#inflight_added + 1] = fmt(lease)
   inflight_added[#inflight_added + 1] = id
-  claimed[#claimed + 1] = {id, verdict.slot, lease, c.attempts, c.first_seen, c.job}
+  local at = 6 + 6 * claimed
+  reply[at + 1], reply[at + 2], reply[at + 3] = id, verdict.slot, lease
+  reply[at + 4], reply[at + 5], reply[at + 6] = c.attempts, c.first_seen, c.job
+  claimed = claimed + 1
 end
 
 -- Dead-letters the candidate: over max_job_bytes, expired before its
@@ -485,7 +497,7 @@ end
 local function claim_batch()
   if batch < 1 then return {reason = 'drained'} end -- nothing asked for: the reply says idle
   for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
-    if #claimed >= batch then return {reason = 'batch'} end
+    if claimed >= batch then return {reason = 'batch'} end
     if bytes >= REPLY_MAX_BYTES then return {reason = 'bytes'} end
     local candidate, drained = next_candidate()
     if drained then return drained end
@@ -540,8 +552,6 @@ write_batch()
 if shape_changed then shaping_store(K_SHAPE, shape) end
 seen_store(seen, queue_taken, seen_text, shape_changed, shape.next_free)
 
-local reply = {now, next_us, queue_len - queue_taken, reaped, dead_lettered, dead_reasons}
-for _, c in ipairs(claimed) do
-  for _, field in ipairs(c) do reply[#reply + 1] = field end
-end
+reply[1], reply[2], reply[3] = now, next_us, queue_len - queue_taken
+reply[4], reply[5], reply[6] = reaped, dead_lettered, dead_reasons
 return reply

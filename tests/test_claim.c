@@ -310,6 +310,63 @@ Test(claim, release_hands_jobs_back_in_order_without_an_attempt)
     free(again);
 }
 
+/* claim.lua reads the queue's head in chunks (the first sized by
+ * max_job_bytes, then doubling) and trims it once: a batch larger than
+ * many chunks takes exactly the oldest jobs, in order, and leaves the rest. */
+Test(claim, a_claim_reads_the_queue_in_chunks_and_trims_exactly_what_it_took)
+{
+    for (int i = 0; i < 700; i++) {
+        char job[32];
+        snprintf(job, sizeof job, "{\"n\":%d}", i);
+        push(job);
+    }
+    sl_claim_params p = params(1000000000, SEC, 600); /* 1,000,000/s */
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 600);
+    cr_assert_eq(c->result.queue_len, 100);
+    for (int i = 0; i < 600; i++) {
+        char expect[32];
+        snprintf(expect, sizeof expect, "{\"n\":%d}", i);
+        cr_assert_str_eq(c->job[i], expect, "FIFO at %d", i);
+    }
+    cr_assert_eq(count("LLEN %s", keys.queue), 100);
+    claimed *rest = claim(&p);
+    cr_assert_eq(rest->result.job_count, 100);
+    cr_assert_str_eq(rest->job[0], "{\"n\":600}");
+    cr_assert_str_eq(rest->job[99], "{\"n\":699}");
+    cr_assert_eq(count("EXISTS %s", keys.queue), 0);
+    cr_assert_eq(count("HLEN %s", keys.jobs), 700);
+    free(c);
+    free(rest);
+}
+
+/* The retry set is read batch + 1 at a time: retries dropped on the way
+ * (their record gone) make a claim read on, in order, and the dropped ones
+ * leave the set with the claimed ones. */
+Test(claim, retries_past_one_read_of_the_retry_set_keep_their_order)
+{
+    for (int i = 0; i < 10; i++)
+        push("{}");
+    sl_claim_params p = params(1000000000, SEC, 10);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 10);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    for (int i = 0; i < 10; i++)
+        sl_ack_release(&args, c->id[i], c->lease[i], i);
+    send_ack();
+    for (int i = 0; i < 3; i++) /* acked elsewhere: nothing to deliver */
+        freeReplyObject(redisCommand(fx.conn, "HDEL %s %s", keys.jobs, c->id[i]));
+    p.batch = 4; /* reads 5 retries, drops 3, claims 2, reads on */
+    claimed *r = claim(&p);
+    cr_assert_eq(r->result.job_count, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_str_eq(r->id[i], c->id[3 + i], "retry %d out of order", i);
+    cr_assert_eq(count("ZCARD %s", keys.retry), 3);
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 4);
+    free(c);
+    free(r);
+}
+
 Test(claim, overflow_dead_letters_the_newest_excess)
 {
     for (int i = 0; i < 10; i++) {
