@@ -17,8 +17,9 @@ ARGV  1 tenant, then ops, each a name and its fields:
         pause   delay_us                      no slot before now + delay_us
 Reply {applied, stale}
 
-Cost: the leases of the whole batch are checked with one ZMSCORE and their
-records read with one HMGET; the ops are then applied in order in Lua, and
+Cost: the ops are read first (an unknown or short op fails the batch
+before anything is written); the leases of the whole batch are then
+checked with one ZMSCORE and their records read with one HMGET; the ops are then applied in order in Lua, and
 their writes go out as one ZREM, HDEL, HSET, ZADD and LPUSH each. An op
 that takes a job removes its lease, so a later op of the batch on the same
 job finds none, as it would one call at a time.
@@ -60,6 +61,7 @@ local i = 2
 while i <= #ARGV do
   local width = WIDTH[ARGV[i]]
   if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(ARGV[i])) end
+  if not ARGV[i + width - 1] then return redis.error_reply('ERR ack: op ' .. ARGV[i] .. ' lacks fields') end
   ops[#ops + 1] = i
   if width == 2 then
     job_of[#ops] = false
