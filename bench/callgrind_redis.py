@@ -15,7 +15,12 @@ else the oldest jobs it holds acked `done`, --ack-batch per ack call. It dumps t
 executed by redis-server) in total and per job, and the commands per job
 from INFO commandstats (the scripts' inner calls included). The sequence
 does not depend on timing: the same build gives the same counts, give or
-take Redis's timer (serverCron) during the run."""
+take Redis's timer (serverCron) during the run.
+
+--floor runs the same sequence against two minimal scripts that do only
+the Redis work of the data model (LRANGE, LTRIM, HSET of the records, ZADD
+of the leases, the reply; ZMSCORE, HMGET, ZREM, HDEL at the ack) and no
+decision: what any claim and ack of this data model cost at least."""
 
 import argparse
 import glob
@@ -40,6 +45,46 @@ LOOKAHEAD_US = 50000 + 20  # sl_claim_lookahead_us(RATE_MILLI)
 REFILL_US = 50000  # SL_CLAIM_REFILL_US
 LEASE_US = 30000 * 1000 + 10000000  # sl_claim_lease_us(30 s timeout)
 MAX_JOB_BYTES = 1 << 20  # SL_JOB_MAX_BYTES_DEFAULT
+
+
+# --floor: the Redis work the claim and ack scripts' data model needs and
+# nothing else (no schedule, limits, deadlines, checkpoints or retries):
+# the same keys, arguments, writes and reply, the least Lua around them.
+FLOOR_CLAIM = r"""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local lease_us, prefix = tonumber(ARGV[7]), ARGV[8]
+local q = redis.call('LRANGE', KEYS[1], -tonumber(ARGV[6]), -1)
+local records, leases, reply = {}, {}, {now, now, 0, 0, 0, {}}
+for i = #q, 1, -1 do
+  local id = prefix .. string.format('%x', #q - i)
+  records[#records + 1] = id
+  records[#records + 1] = '0:' .. string.format('%x', now) .. ':' .. q[i]
+  leases[#leases + 1] = string.format('%d', now + lease_us + i)
+  leases[#leases + 1] = id
+  local at = #reply
+  reply[at + 1], reply[at + 2], reply[at + 3] = id, now + i, now + lease_us + i
+  reply[at + 4], reply[at + 5], reply[at + 6] = 0, now, q[i]
+end
+redis.call('LTRIM', KEYS[1], 0, -#q - 1)
+redis.call('HSET', KEYS[4], unpack(records))
+redis.call('ZADD', KEYS[3], unpack(leases))
+return reply
+"""
+FLOOR_ACK = r"""
+redis.call('TIME')
+local ids = {}
+for i = 3, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+local scores = redis.call('ZMSCORE', KEYS[1], unpack(ids))
+local records = redis.call('HMGET', KEYS[2], unpack(ids))
+local done = {}
+for k = 1, #ids do
+  if scores[k] == ARGV[3 * k + 1] and records[k] then done[#done + 1] = ids[k] end
+end
+redis.call('ZREM', KEYS[1], unpack(done))
+redis.call('HDEL', KEYS[2], unpack(done))
+return {#done, #ids - #done}
+"""
 
 
 def embedded_scripts(build):
@@ -92,13 +137,16 @@ def commands(stats):
     return sum(v for k, v in stats.items() if k not in ("info", "config", "ping", "config|resetstat"))
 
 
-def run(build, jobs, ack_batch, workdir):
-    scripts = embedded_scripts(build)
+def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), floor=False):
+    scripts = {"claim": FLOOR_CLAIM, "ack": FLOOR_ACK} if floor else embedded_scripts(build)
     port = P.free_port()
     out_file = os.path.join(workdir, "callgrind.out")
     argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file,
             "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "no", "--daemonize", "no", "--dir", workdir, "--loglevel", "warning"]
+    for setting in config:
+        name, _, value = setting.partition("=")
+        argv += ["--" + name, value]
     procs = P.Procs(workdir)
     p = procs.start("redis-callgrind", argv)
     try:
@@ -124,7 +172,7 @@ def run(build, jobs, ack_batch, workdir):
         while delivered < jobs:
             # As a tenant at backlog: claim while it holds fewer than
             # SL_CLAIM_MAX_WAITING jobs, else ack the oldest it holds.
-            if queued > 0 and len(held) < MAX_WAITING:
+            if queued > 0 and len(held) < max_waiting:
                 got = claimed_jobs(r.call(*claim_args(claim_sha, calls)))
                 calls += 1
                 if not got:
@@ -159,15 +207,23 @@ def main():
     ap.add_argument("--build", required=True, help="a build dir (holds lua_scripts_data.c)")
     ap.add_argument("--jobs", type=int, default=10000)
     ap.add_argument("--ack-batch", type=int, default=100, help="done ops per ack call")
+    ap.add_argument("--max-waiting", type=int, default=MAX_WAITING,
+                    help="claim while holding fewer jobs than this (SL_CLAIM_MAX_WAITING)")
+    ap.add_argument("--config", action="append", default=[], metavar="NAME=VALUE",
+                    help="a redis-server setting, e.g. hash-max-listpack-entries=128")
+    ap.add_argument("--floor", action="store_true",
+                    help="minimal scripts doing only the Redis work of the data model (no decisions)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (callgrind output)")
     a = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="sluice-callgrind-")
     try:
-        res = run(a.build, a.jobs, a.ack_batch, workdir)
+        res = run(a.build, a.jobs, a.ack_batch, workdir, a.max_waiting, a.config, a.floor)
     finally:
         if not a.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    print("build %s: %d jobs, %d claims, acks of %d" % (a.build, res["jobs"], res["claims"], res["ack_batch"]))
+    print("%s: %d jobs, %d claims, acks of %d, claiming while holding < %d%s"
+          % ("the floor scripts" if a.floor else "build " + a.build, res["jobs"], res["claims"], res["ack_batch"], a.max_waiting,
+             "".join(", " + c for c in a.config)))
     print("redis-server Ir: %d total, %.0f per job; commands per job %.2f"
           % (res["ir"], res["ir_per_job"], res["commands_per_job"]))
     print("commandstats: " + ", ".join("%s=%d" % kv for kv in sorted(res["commandstats"].items())))
