@@ -340,6 +340,70 @@ Test(claim, a_claim_reads_the_queue_in_chunks_and_trims_exactly_what_it_took)
     free(rest);
 }
 
+/* A limit's field (or its expiry, field NULL) as a string the caller frees. */
+static char *limit_field(const char *tenant, const char *limit, const char *field)
+{
+    char key[SL_KEY_MAX];
+    sl_limit_key(key, "sluice", tenant, limit);
+    redisReply *reply = field ? redisCommand(fx.conn, "HGET %s %s", key, field)
+                              : redisCommand(fx.conn, "PEXPIRETIME %s", key);
+    cr_assert(reply && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_INTEGER),
+              "%s %s", key, field ? field : "expiry");
+    char *text = reply->type == REDIS_REPLY_STRING ? strdup(reply->str) : NULL;
+    if (!text && asprintf(&text, "%lld", reply->integer) < 0)
+        text = NULL;
+    freeReplyObject(reply);
+    cr_assert_not_null(text);
+    return text;
+}
+
+/* claim.lua stores a limit that keeps its whole state (all but the
+ * sliding log) once per claim, with its last state: one claim of 5 jobs
+ * leaves each limit exactly as 5 claims of one job at the same time do. */
+Test(claim, limits_stored_once_per_claim_equal_one_store_per_job)
+{
+    /* in the year 2100, so that no key a claim writes expires during the
+     * test (PEXPIREAT is on Redis's clock): expiry is not what is compared */
+    int64_t now = INT64_C(4102444800000000);
+    sl_claim_limit limits[] = {
+        {"bucket", "token_bucket", 10, 7000, false},
+        {"police", "policing", 9, 5000, false},
+        {"counter", "sliding_window_counter", 50, 60000, false},
+        {"window", "fixed_window", 50, 60000, false},
+    };
+    const char *tenants[] = {"acme", "solo"};
+    for (int k = 0; k < 2; k++) {
+        sl_claim_params p = params(20000000, SEC, k == 0 ? 5 : 1); /* 20,000/s */
+        p.tenant = tenants[k];
+        p.now_us = now;
+        p.limits = limits;
+        p.limit_count = 4;
+        sl_tenant_keys tk;
+        sl_tenant_keys_init(&tk, "sluice", tenants[k]);
+        for (int i = 0; i < 5; i++)
+            freeReplyObject(redisCommand(fx.conn, "LPUSH %s {}", tk.queue));
+        int got = 0;
+        for (int i = 0; i < 5 && got < 5; i++) {
+            claimed *c = claim(&p);
+            got += (int)c->result.job_count;
+            free(c);
+        }
+        cr_assert_eq(got, 5, "%s", tenants[k]);
+    }
+    const char *fields[][3] = {{"bucket", "tokens", "last"}, {"police", "level", "last"},
+                               {"counter", "cur", "window"}, {"window", "count", "window"}};
+    for (int i = 0; i < 4; i++) {
+        for (int f = 0; f < 3; f++) {
+            const char *field = f == 0 ? NULL : fields[i][f];
+            char *batched = limit_field("acme", fields[i][0], field);
+            char *single = limit_field("solo", fields[i][0], field);
+            cr_assert_str_eq(batched, single, "%s %s: %s against %s", fields[i][0], field ? field : "expiry", batched, single);
+            free(batched);
+            free(single);
+        }
+    }
+}
+
 /* The retry set is read batch + 1 at a time: retries dropped on the way
  * (their record gone) make a claim read on, in order, and the dropped ones
  * leave the set with the claimed ones. */
