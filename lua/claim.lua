@@ -55,9 +55,13 @@ held); the claimed jobs are written with one HSET and one ZADD, the
 consumed retries removed with one ZREM, the dead letters pushed with one
 LPUSH. A chunk is sized so that it may pull at most the reply's byte
 bound, guessing each unread job as large as the largest read so far (as
-max_job_bytes before any): only jobs larger than every earlier one can
-take a read past the bound, and those (oversize, dead-lettered whole)
-end the claim.
+max_job_bytes before any: 4 jobs at the default 1 MiB), and at most twice
+the chunk before it, so a claim that stops early (a shaped tenant's
+lookahead) reads little past its stop. Only jobs larger than every
+earlier one can take a read past the bound. An oversize job (over
+max_job_bytes) is copied into Lua once, by the read, to be dead-lettered
+whole; never into `jobs` or the reply; and it counts against the byte
+bound as every job judged does.
 
 Records in `jobs`: see lua/job_record.lua. Expired
 leases (a worker died) go to `retry`, due now: retries are claimed before
