@@ -48,6 +48,21 @@ not know a job removed by hand between two claims. Jobs dropped inside a
 claim, by overflow, are accounted for.) While `seen` is non-empty the
 shape hash does not expire.
 
+Cost: Redis's work is paid per claim, not per job. The queue is read with
+LRANGE in chunks from its head and trimmed once (LTRIM); the retry set is
+read once (ZRANGE, again only if a claim uses more retries than one read
+held); the claimed jobs are written with one HSET and one ZADD, the
+consumed retries removed with one ZREM, the dead letters pushed with one
+LPUSH. A chunk is sized so that it may pull at most the reply's byte
+bound, guessing each unread job as large as the largest read so far (as
+max_job_bytes before any: 4 jobs at the default 1 MiB), and at most twice
+the chunk before it, so a claim that stops early (a shaped tenant's
+lookahead) reads little past its stop. Only jobs larger than every
+earlier one can take a read past the bound. An oversize job (over
+max_job_bytes) is copied into Lua once, by the read, to be dead-lettered
+whole; never into `jobs` or the reply; and it counts against the byte
+bound as every job judged does.
+
 Records in `jobs`: see lua/job_record.lua. Expired
 leases (a worker died) go to `retry`, due now: retries are claimed before
 new jobs, and keep their id (Idempotency-Key), attempts and first-seen time.
@@ -68,8 +83,10 @@ local ALGORITHMS = {
   policing = {load = policing_load, decide = policing_decide, store = policing_store},
   token_bucket = {load = token_bucket_load, decide = token_bucket_decide, store = token_bucket_store},
   fixed_window = {load = fixed_window_load, decide = fixed_window_decide, store = fixed_window_store},
+  -- A log's store appends the one admission of its state: it runs per job.
+  -- The others overwrite their whole state, so the last one is stored once.
   sliding_window_log = {load = sliding_window_log_load, decide = sliding_window_log_decide,
-    store = sliding_window_log_store},
+    store = sliding_window_log_store, store_each = true},
   sliding_window_counter = {load = sliding_window_counter_load, decide = sliding_window_counter_decide,
     store = sliding_window_counter_store},
 }
@@ -84,6 +101,7 @@ local refill_us = math.min(tonumber(ARGV[11]), lookahead_us)
 local max_job_bytes = tonumber(ARGV[12])
 local REPLY_MAX_BYTES = 4 * 1024 * 1024 -- the jobs of one reply, unless one job is larger
 local SEEN_MAX = 32 -- checkpoints kept in the shape hash's `seen`
+local BATCH_ARGS = 4000 -- arguments per variadic call: even (pairs), far below Lua's unpack limit
 
 local limits = {}
 for i = 1, tonumber(ARGV[14]) do
@@ -101,10 +119,33 @@ if now <= 0 then
 end
 local function fmt(n) return string.format('%d', n) end
 
+-- `command key args...` in calls of at most BATCH_ARGS arguments (none
+-- when args is empty); the replies of the calls that return arrays,
+-- concatenated (false: nil).
+local function redis_batch(command, key, args)
+  if #args == 0 then return {} end
+  if #args <= BATCH_ARGS then return redis.call(command, key, unpack(args)) end -- the usual case
+  local replies = {}
+  for first = 1, #args, BATCH_ARGS do
+    local reply = redis.call(command, key, unpack(args, first, math.min(first + BATCH_ARGS - 1, #args)))
+    if type(reply) == 'table' then
+      for i = 1, #reply do replies[#replies + 1] = reply[i] end
+    end
+  end
+  return replies
+end
+
+-- What the claim writes, gathered and written once at its end (write_batch).
+local dlq_records = {}      -- LPUSH dlq, in order
+local jobs_set = {}         -- HSET jobs: id, record, ...
+local jobs_deleted = {}     -- HDEL jobs
+local inflight_added = {}   -- ZADD inflight: lease, id, ...
+local retry_removed = {}    -- ZREM retry
+
 local dead_lettered, dead_reasons = 0, {}
 local function dead_letter(job, reason, attempts, first_seen, message, id)
-  redis.call('LPUSH', K_DLQ, dead_letter_record(tenant, reason, job, id, nil, message, attempts,
-    first_seen, now))
+  dlq_records[#dlq_records + 1] = dead_letter_record(tenant, reason, job, id, nil, message, attempts,
+    first_seen, now)
   dead_lettered = dead_lettered + 1
   for i = 1, #dead_reasons, 2 do
     if dead_reasons[i] == reason then dead_reasons[i + 1] = dead_reasons[i + 1] + 1 return end
@@ -116,13 +157,13 @@ end
 -- Leases past their deadline: the worker holding them is gone. Returns
 -- how many were moved to `retry`, due now.
 local function reap_expired_leases()
-  local reaped = 0
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_INFLIGHT, '-inf', fmt(now), 'LIMIT', 0, 1000)) do
-    redis.call('ZREM', K_INFLIGHT, id)
-    redis.call('ZADD', K_RETRY, fmt(now), id)
-    reaped = reaped + 1
-  end
-  return reaped
+  local expired = redis.call('ZRANGEBYSCORE', K_INFLIGHT, '-inf', fmt(now), 'LIMIT', 0, 1000)
+  if #expired == 0 then return 0 end
+  local due = {}
+  for i, id in ipairs(expired) do due[2 * i - 1], due[2 * i] = fmt(now), id end
+  redis_batch('ZREM', K_INFLIGHT, expired)
+  redis_batch('ZADD', K_RETRY, due)
+  return #expired
 end
 
 -- The classic leaky bucket: what the bucket holds beyond capacity (queued,
@@ -133,10 +174,11 @@ local function drop_overflow(queue_len)
   local level = queue_len + redis.call('ZCARD', K_RETRY)
     + redis.call('ZCOUNT', K_INFLIGHT, '(' .. fmt(now + lease_us), '+inf')
   local excess = math.min(level - capacity, queue_len, 1000)
-  for _ = 1, excess do
-    dead_letter(redis.call('LPOP', K_QUEUE), 'overflow', 0, now, 'bucket over capacity ' .. capacity)
+  if excess <= 0 then return queue_len end
+  for _, job in ipairs(redis.call('LPOP', K_QUEUE, excess)) do
+    dead_letter(job, 'overflow', 0, now, 'bucket over capacity ' .. capacity)
   end
-  return queue_len - math.max(excess, 0)
+  return queue_len - excess
 end
 
 -- ---- When queued jobs were first seen (max_wait_us; see the header) ----
@@ -176,8 +218,8 @@ end
 
 -- When the job dequeued k-th from the head (k from 0) was first seen.
 local function seen_at(checkpoints, k)
-  for _, c in ipairs(checkpoints) do
-    if c.n > k then return c.t end
+  for i = 1, #checkpoints do
+    if checkpoints[i].n > k then return checkpoints[i].t end
   end
   return now -- not reached: this claim's checkpoint covers the whole queue
 end
@@ -224,8 +266,83 @@ local shape = shaping_load(K_SHAPE)
 local shape_changed = false
 local schedule_capacity = overflow_dead_letter and capacity or 9000000
 for _, limit in ipairs(limits) do limit.state = limit.algorithm.load(limit.key) end
-local claimed = {}
+-- The reply: its header, written last, then 6 fields per claimed job.
+local reply = {0, 0, 0, 0, 0, 0}
+local claimed = 0 -- jobs in the reply
 local horizon = now + lookahead_us
+local bytes = 0 -- of the candidates judged: the reply's byte bound counts them
+
+-- ---- Reading ahead: the queue's head and the retry set, in chunks ----
+
+local largest_read = 0 -- the largest job or record read so far
+local read_size = 0 -- jobs or records in the last chunk read
+
+-- How many jobs the next read may take: `wanted` at most, twice the last
+-- read at most (a claim that stops early has read little past its stop),
+-- and what the bytes left before the reply's bound hold if each unread job
+-- is as large as the largest read (max_job_bytes before any): see the header.
+local function chunk_size(wanted)
+  local guess = largest_read > 0 and largest_read or max_job_bytes
+  local fit = math.floor((REPLY_MAX_BYTES - bytes) / math.max(guess, 1))
+  read_size = math.max(1, math.min(wanted, fit, read_size > 0 and 2 * read_size or wanted))
+  return read_size
+end
+
+-- The queue from its head: queue_read[k + 1] is the job dequeued k-th (k
+-- from 0); read_count of them are read, queue_taken dequeued. Nothing is
+-- trimmed before write_batch, so indexes from the head hold still.
+local queue_read, read_count = {}, 0
+
+-- The job at the head of the queue (reading a chunk if needed), or nil.
+local function queue_head()
+  if queue_taken == read_count then
+    if read_count >= queue_len then return nil end
+    local n = chunk_size(math.max(batch - claimed, 1))
+    local chunk = redis.call('LRANGE', K_QUEUE, -(read_count + n), -(read_count + 1))
+    for i = #chunk, 1, -1 do -- the list's right end is its head
+      read_count = read_count + 1
+      queue_read[read_count] = chunk[i]
+      largest_read = math.max(largest_read, #chunk[i])
+    end
+    if #chunk == 0 then return nil end
+  end
+  return queue_read[queue_taken + 1]
+end
+
+-- The retry set by rank: retries[i] = {id, due}. Consumed ones stay in the
+-- set until write_batch, so ranks hold still. records[id] is a due retry's
+-- record, read ahead (false: none).
+local retries, retry_next, retries_all = {}, 1, false
+local records = {}
+
+-- The first retry not consumed, {id, due}, or nil: the set holds no more.
+local function retry_head()
+  if retry_next > #retries and not retries_all then
+    local n = math.max(batch - claimed, 1) + 1 -- and the first that will wait, for next_us
+    local ranked = redis.call('ZRANGE', K_RETRY, #retries, #retries + n - 1, 'WITHSCORES')
+    for i = 1, #ranked, 2 do retries[#retries + 1] = {id = ranked[i], due = tonumber(ranked[i + 1])} end
+    retries_all = #ranked < 2 * n
+  end
+  return retries[retry_next]
+end
+
+-- The record of the due retry at retry_next, reading the records of the
+-- next due retries with it (one HMGET), as many as chunk_size allows.
+local function retry_record(retry)
+  if records[retry.id] == nil then
+    local ids, n = {}, chunk_size(math.max(batch - claimed, 1))
+    for i = retry_next, #retries do
+      if #ids >= n or retries[i].due > horizon then break end
+      if records[retries[i].id] == nil then ids[#ids + 1] = retries[i].id end
+    end
+    local got = redis_batch('HMGET', K_JOBS, ids)
+    for i, id in ipairs(ids) do
+      records[id] = got[i]
+      if got[i] then largest_read = math.max(largest_read, #got[i]) end
+    end
+  end
+  return records[retry.id] or nil
+end
 
 -- ---- One candidate's trip: next candidate, judge at the slot, commit or reject ----
 --
@@ -233,23 +350,25 @@ local horizon = now + lookahead_us
 -- A pass that cannot go on returns a stop, {reason, at}, and the claim
 -- ends there; claim_again_at, below, turns it into next_us.
 
--- A retry due within the lookahead as a candidate, or nil when it is
--- dropped: its record is gone (acked elsewhere) or this version cannot
--- read it (dead-lettered whole).
-local function retry_candidate(id, due)
-  local record = redis.call('HGET', K_JOBS, id)
-  if not record then
-    redis.call('ZREM', K_RETRY, id) -- nothing to deliver
+-- A due retry as a candidate, or nil when it is dropped: its record is
+-- gone (acked elsewhere) or this version cannot read it (dead-lettered whole).
+local function retry_candidate(retry)
+  local id = retry.id
+  local record = retry_record(retry)
+  if not record then -- nothing to deliver
+    retry_removed[#retry_removed + 1] = id
+    retry_next = retry_next + 1
     return nil
   end
   local attempts, first_seen, job = job_record_decode(record)
   if not job then -- not written by this version's scripts: kept whole, not delivered
-    redis.call('ZREM', K_RETRY, id)
-    redis.call('HDEL', K_JOBS, id)
+    retry_removed[#retry_removed + 1] = id
+    retry_next = retry_next + 1
+    jobs_deleted[#jobs_deleted + 1] = id
     dead_letter(record, 'bad_record', 0, now, 'claim record is not "attempts:first_seen:job"', id)
     return nil
   end
-  return {job = job, id = id, attempts = attempts, first_seen = first_seen, due = due}
+  return {job = job, id = id, attempts = attempts, first_seen = first_seen, due = retry.due}
 end
 
 -- The next candidate: a retry due within the lookahead first (retries are
@@ -257,19 +376,22 @@ end
 -- candidate; nil when a retry was dropped (look again); or nil and the
 -- stop 'drained' when there is none, at the first retry's due time.
 local function next_candidate()
-  local retry = redis.call('ZRANGE', K_RETRY, 0, 0, 'WITHSCORES')
-  local retry_due = retry[1] and tonumber(retry[2])
-  if retry_due and retry_due <= horizon then return retry_candidate(retry[1], retry_due) end
-  local job = redis.call('LINDEX', K_QUEUE, -1)
+  local retry = retry_head()
+  local retry_due = retry and retry.due
+  if retry_due and retry_due <= horizon then return retry_candidate(retry) end
+  local job = queue_head()
   if not job then return nil, {reason = 'drained', at = retry_due} end
   return {job = job, attempts = 0, first_seen = seen_at(seen, queue_taken), due = now}
 end
+
+local NO_LIMIT_STATES = {} -- judge_limits without limits: read, never written
 
 -- Every limit must pass at the slot; none commits unless all do. Returns
 -- the limits' states were the job claimed, the name of the first denying
 -- limit that dead-letters (nil: none), and when every denying limit that
 -- delays would pass (nil: none denied).
 local function judge_limits(slot)
+  if #limits == 0 then return NO_LIMIT_STATES, nil, nil end
   local states, denied_by, delay_until = {}, nil, nil
   for i, limit in ipairs(limits) do
     local ok, _, wait, new_state = limit.algorithm.decide(limit.state, limit.first, limit.second, slot)
@@ -309,39 +431,59 @@ local function judge(c)
   return {kind = 'claim', slot = slot, shape = new_shape, limit_states = limit_states}
 end
 
--- Takes the judged candidate off the retry set or the queue (LTRIM, not
--- RPOP: the job was read already, and may be large).
+-- Takes the judged candidate off the retry set or the queue (written
+-- by write_batch: ZREM, LTRIM).
 local function dequeue(c)
   if c.id then
-    redis.call('ZREM', K_RETRY, c.id)
+    retry_removed[#retry_removed + 1] = c.id
+    retry_next = retry_next + 1
   else
-    redis.call('LTRIM', K_QUEUE, 0, -2)
+    queue_read[queue_taken + 1] = nil
     queue_taken = queue_taken + 1
   end
 end
+
+-- The record of a new job before the job's bytes, by first_seen: the
+-- jobs of one claim share a few first_seen times, so each is encoded once.
+local record_heads = {}
 
 -- Claims the candidate at its slot: the schedule and every limit advance,
 -- a new job gets its id and record, and the job is leased until slot + lease_us.
 local function commit(c, verdict)
   shape, shape_changed = verdict.shape, true
-  for i, limit in ipairs(limits) do
+  for i = 1, #limits do
+    local limit = limits[i]
     limit.state = verdict.limit_states[i]
-    limit.algorithm.store(limit.key, limit.state, limit.first, limit.second)
+    if limit.algorithm.store_each then
+      limit.algorithm.store(limit.key, limit.state, limit.first, limit.second)
+    else
+      limit.changed = true
+    end
   end
   local id = c.id
-  if not id then
-    id = id_prefix .. string.format('%x', #claimed)
-    redis.call('HSET', K_JOBS, id, job_record_encode(c.attempts, c.first_seen, c.job))
+  if not id then -- a new job: attempts 0
+    id = id_prefix .. string.format('%x', claimed)
+    local head = record_heads[c.first_seen]
+    if not head then
+      head = job_record_encode(0, c.first_seen, '')
+      record_heads[c.first_seen] = head
+    end
+    jobs_set[#jobs_set + 1] = id
+    jobs_set[#jobs_set + 1] = head .. c.job
   end
   local lease = verdict.slot + lease_us
-  redis.call('ZADD', K_INFLIGHT, fmt(lease), id)
-  claimed[#claimed + 1] = {id, verdict.slot, lease, c.attempts, c.first_seen, c.job}
+  inflight_added[#inflight_added + 1] = fmt(lease)
+  inflight_added[#inflight_added + 1] = id
+  local at = 6 + 6 * claimed
+  reply[at + 1], reply[at + 2], reply[at + 3] = id, verdict.slot, lease
+  reply[at + 4], reply[at + 5], reply[at + 6] = c.attempts, c.first_seen, c.job
+  claimed = claimed + 1
 end
 
 -- Dead-letters the candidate: over max_job_bytes, expired before its
 -- slot, or denied by a limit that dead-letters. It consumes no slot and no limit.
 local function reject(c, verdict)
-  if c.id then redis.call('HDEL', K_JOBS, c.id) end
+  if c.id then jobs_deleted[#jobs_deleted + 1] = c.id end
   if verdict.kind == 'too_large' then
     dead_letter(c.job, 'too_large', c.attempts, c.first_seen,
       string.format('job: %d bytes, over the limit of %d', #c.job, max_job_bytes), c.id)
@@ -358,9 +500,8 @@ end
 -- too); returns the stop that ended the claim.
 local function claim_batch()
   if batch < 1 then return {reason = 'drained'} end -- nothing asked for: the reply says idle
-  local bytes = 0
   for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
-    if #claimed >= batch then return {reason = 'batch'} end
+    if claimed >= batch then return {reason = 'batch'} end
     if bytes >= REPLY_MAX_BYTES then return {reason = 'bytes'} end
     local candidate, drained = next_candidate()
     if drained then return drained end
@@ -377,6 +518,19 @@ local function claim_batch()
     end
   end
   return {reason = 'bound'}
+end
+
+-- Writes what the claim gathered, one variadic call per key and kind.
+local function write_batch()
+  if queue_taken > 0 then redis.call('LTRIM', K_QUEUE, 0, -(queue_taken + 1)) end
+  redis_batch('ZREM', K_RETRY, retry_removed)
+  redis_batch('HDEL', K_JOBS, jobs_deleted)
+  redis_batch('HSET', K_JOBS, jobs_set)
+  redis_batch('ZADD', K_INFLIGHT, inflight_added)
+  redis_batch('LPUSH', K_DLQ, dlq_records)
+  for _, limit in ipairs(limits) do
+    if limit.changed then limit.algorithm.store(limit.key, limit.state, limit.first, limit.second) end
+  end
 end
 
 -- When to claim again (next_us in the reply), decided here only, from the
@@ -398,11 +552,10 @@ local function claim_again_at(stop)
 end
 
 local next_us = claim_again_at(claim_batch())
+write_batch()
 if shape_changed then shaping_store(K_SHAPE, shape) end
 seen_store(seen, queue_taken, seen_text, shape_changed, shape.next_free)
 
-local reply = {now, next_us, queue_len - queue_taken, reaped, dead_lettered, dead_reasons}
-for _, c in ipairs(claimed) do
-  for _, field in ipairs(c) do reply[#reply + 1] = field end
-end
+reply[1], reply[2], reply[3] = now, next_us, queue_len - queue_taken
+reply[4], reply[5], reply[6] = reaped, dead_lettered, dead_reasons
 return reply

@@ -31,4 +31,10 @@ local function job_record_decode(record)
   if not job then return nil end
   return tonumber(attempts), tonumber(first_seen, 36), job
 end
+
+-- Whether `record` is one (job_record_decode would read it), without
+-- copying the job out of it.
+local function job_record_valid(record)
+  return string.find(record, '^%d+:%w+:') ~= nil
+end
 -- sluice:model end

@@ -310,6 +310,127 @@ Test(claim, release_hands_jobs_back_in_order_without_an_attempt)
     free(again);
 }
 
+/* claim.lua reads the queue's head in chunks (the first sized by
+ * max_job_bytes, then doubling) and trims it once: a batch larger than
+ * many chunks takes exactly the oldest jobs, in order, and leaves the rest. */
+Test(claim, a_claim_reads_the_queue_in_chunks_and_trims_exactly_what_it_took)
+{
+    for (int i = 0; i < 700; i++) {
+        char job[32];
+        snprintf(job, sizeof job, "{\"n\":%d}", i);
+        push(job);
+    }
+    sl_claim_params p = params(1000000000, SEC, 600); /* 1,000,000/s */
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 600);
+    cr_assert_eq(c->result.queue_len, 100);
+    for (int i = 0; i < 600; i++) {
+        char expect[32];
+        snprintf(expect, sizeof expect, "{\"n\":%d}", i);
+        cr_assert_str_eq(c->job[i], expect, "FIFO at %d", i);
+    }
+    cr_assert_eq(count("LLEN %s", keys.queue), 100);
+    claimed *rest = claim(&p);
+    cr_assert_eq(rest->result.job_count, 100);
+    cr_assert_str_eq(rest->job[0], "{\"n\":600}");
+    cr_assert_str_eq(rest->job[99], "{\"n\":699}");
+    cr_assert_eq(count("EXISTS %s", keys.queue), 0);
+    cr_assert_eq(count("HLEN %s", keys.jobs), 700);
+    free(c);
+    free(rest);
+}
+
+/* A limit's field (or its expiry, field NULL) as a string the caller frees. */
+static char *limit_field(const char *tenant, const char *limit, const char *field)
+{
+    char key[SL_KEY_MAX];
+    sl_limit_key(key, "sluice", tenant, limit);
+    redisReply *reply = field ? redisCommand(fx.conn, "HGET %s %s", key, field)
+                              : redisCommand(fx.conn, "PEXPIRETIME %s", key);
+    cr_assert(reply && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_INTEGER),
+              "%s %s", key, field ? field : "expiry");
+    char *text = reply->type == REDIS_REPLY_STRING ? strdup(reply->str) : NULL;
+    if (!text && asprintf(&text, "%lld", reply->integer) < 0)
+        text = NULL;
+    freeReplyObject(reply);
+    cr_assert_not_null(text);
+    return text;
+}
+
+/* claim.lua stores a limit that keeps its whole state (all but the
+ * sliding log) once per claim, with its last state: one claim of 5 jobs
+ * leaves each limit exactly as 5 claims of one job at the same time do. */
+Test(claim, limits_stored_once_per_claim_equal_one_store_per_job)
+{
+    /* in the year 2100, so that no key a claim writes expires during the
+     * test (PEXPIREAT is on Redis's clock): expiry is not what is compared */
+    int64_t now = INT64_C(4102444800000000);
+    sl_claim_limit limits[] = {
+        {"bucket", "token_bucket", 10, 7000, false},
+        {"police", "policing", 9, 5000, false},
+        {"counter", "sliding_window_counter", 50, 60000, false},
+        {"window", "fixed_window", 50, 60000, false},
+    };
+    const char *tenants[] = {"acme", "solo"};
+    for (int k = 0; k < 2; k++) {
+        sl_claim_params p = params(20000000, SEC, k == 0 ? 5 : 1); /* 20,000/s */
+        p.tenant = tenants[k];
+        p.now_us = now;
+        p.limits = limits;
+        p.limit_count = 4;
+        sl_tenant_keys tk;
+        sl_tenant_keys_init(&tk, "sluice", tenants[k]);
+        for (int i = 0; i < 5; i++)
+            freeReplyObject(redisCommand(fx.conn, "LPUSH %s {}", tk.queue));
+        int got = 0;
+        for (int i = 0; i < 5 && got < 5; i++) {
+            claimed *c = claim(&p);
+            got += (int)c->result.job_count;
+            free(c);
+        }
+        cr_assert_eq(got, 5, "%s", tenants[k]);
+    }
+    const char *fields[][3] = {{"bucket", "tokens", "last"}, {"police", "level", "last"},
+                               {"counter", "cur", "window"}, {"window", "count", "window"}};
+    for (int i = 0; i < 4; i++) {
+        for (int f = 0; f < 3; f++) {
+            const char *field = f == 0 ? NULL : fields[i][f];
+            char *batched = limit_field("acme", fields[i][0], field);
+            char *single = limit_field("solo", fields[i][0], field);
+            cr_assert_str_eq(batched, single, "%s %s: %s against %s", fields[i][0], field ? field : "expiry", batched, single);
+            free(batched);
+            free(single);
+        }
+    }
+}
+
+/* The retry set is read batch + 1 at a time: retries dropped on the way
+ * (their record gone) make a claim read on, in order, and the dropped ones
+ * leave the set with the claimed ones. */
+Test(claim, retries_past_one_read_of_the_retry_set_keep_their_order)
+{
+    for (int i = 0; i < 10; i++)
+        push("{}");
+    sl_claim_params p = params(1000000000, SEC, 10);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 10);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    for (int i = 0; i < 10; i++)
+        sl_ack_release(&args, c->id[i], c->lease[i], i);
+    send_ack();
+    for (int i = 0; i < 3; i++) /* acked elsewhere: nothing to deliver */
+        freeReplyObject(redisCommand(fx.conn, "HDEL %s %s", keys.jobs, c->id[i]));
+    p.batch = 4; /* reads 5 retries, drops 3, claims 2, reads on */
+    claimed *r = claim(&p);
+    cr_assert_eq(r->result.job_count, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_str_eq(r->id[i], c->id[3 + i], "retry %d out of order", i);
+    cr_assert_eq(count("ZCARD %s", keys.retry), 3);
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 4);
+    free(c);
+    free(r);
+}
+
 Test(claim, overflow_dead_letters_the_newest_excess)
 {
     for (int i = 0; i < 10; i++) {
