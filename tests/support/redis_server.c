@@ -59,7 +59,11 @@ static pid_t spawn_redis(const char *dir, int port, int key_load_delay_us)
     snprintf(delay_text, sizeof delay_text, "%d", key_load_delay_us);
     /* With a load delay, answer clients every KiB loaded, not every 2 MiB,
      * or a small dump would load without a word to anyone. */
-    execlp("redis-server", "redis-server", "--port", port_text, "--bind", "127.0.0.1",
+    /* SLUICE_REDIS_SERVER=valkey-server runs the same tests against Valkey. */
+    const char *server = getenv("SLUICE_REDIS_SERVER");
+    if (!server || !*server)
+        server = "redis-server";
+    execlp(server, server, "--port", port_text, "--bind", "127.0.0.1",
            "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir,
            "--logfile", log_path, "--loglevel", "warning", "--key-load-delay", delay_text,
            "--loading-process-events-interval-bytes", key_load_delay_us > 0 ? "1024" : "2097152",

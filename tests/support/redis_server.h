@@ -1,4 +1,5 @@
-/* redis_server.h - a private redis-server for one test process. */
+/* redis_server.h - a private redis-server for one test process (or the
+ * server binary named by SLUICE_REDIS_SERVER, e.g. valkey-server). */
 #ifndef SLUICE_TEST_REDIS_SERVER_H
 #define SLUICE_TEST_REDIS_SERVER_H
 
