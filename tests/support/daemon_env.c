@@ -23,3 +23,12 @@ void daemon_env_stop(sink_process *sink, const char *dir)
     if (dir[0] && system(command) != 0)
         cr_log_warn("could not remove %s", dir);
 }
+
+daemon_process daemon_env_run(const char *dir, const char *config, const char *trace)
+{
+    daemon_process d = {0};
+    char log[128], err[256];
+    snprintf(log, sizeof log, "%s/sluice.log", dir);
+    cr_assert(daemon_start(&d, config, log, trace, err, sizeof err), "%s", err);
+    return d;
+}

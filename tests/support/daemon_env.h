@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "daemon_process.h"
 #include "process.h"
 #include "sink_process.h"
 
@@ -13,6 +14,11 @@
  * room) a fresh /tmp/sluice-test-NAME-XXXXXX; fails the test if either
  * cannot be done. */
 void daemon_env_start(sink_process *sink, char *dir, size_t dir_size, const char *name);
+
+/* Starts `sluice run -c config` with its stderr appended to DIR/sluice.log
+ * and, unless trace is NULL, --trace-departures trace; fails the test if
+ * it cannot. Stop it with daemon_stop. */
+daemon_process daemon_env_run(const char *dir, const char *config, const char *trace);
 
 /* Stops the sink by its PID and removes dir with everything in it. */
 void daemon_env_stop(sink_process *sink, const char *dir);
