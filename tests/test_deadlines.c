@@ -15,6 +15,7 @@
 #include "daemon_env.h"
 #include "delivery_checks.h"
 #include "redis_fixture.h"
+#include "known_bugs.h"
 #include "sink_process.h"
 
 static redis_fixture fx;
@@ -133,7 +134,7 @@ Test(deadlines, a_deadline_before_the_slot_expires_one_after_it_does_not)
  * unless SLUICE_TEST_KNOWN_BUGS is set, until the issue is settled. */
 Test(deadlines, max_wait_ms_expires_a_fresh_job_stuck_behind_a_backlog)
 {
-    if (!getenv("SLUICE_TEST_KNOWN_BUGS"))
+    if (!known_bugs_run())
         cr_skip_test("max_wait_ms counts from the first claim, not the push (known; set "
                      "SLUICE_TEST_KNOWN_BUGS=1 to run)");
     const char *config = write_config(
