@@ -141,14 +141,6 @@ static size_t count_delivered(void)
     return n;
 }
 
-/* Whether timing is the product's: sanitizers slow sluice several-fold, so
- * their build checks what happens, and the normal build how fast. */
-static bool timing_counts(void)
-{
-    const char *sanitized = getenv("SLUICE_SANITIZED");
-    return !sanitized || strcmp(sanitized, "1") != 0;
-}
-
 /* One measured run of the shaping figures the issue asks for. The
  * delivered rate and each job's single delivery are measured at the
  * endpoint. Bursts and jitter are measured on the departures sluice traces:
@@ -312,8 +304,12 @@ Test(daemon, survives_sigkill_twice, .timeout = 180)
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "k", 150);
     for (int round = 0; round < 2; round++) {
+        size_t before = count_delivered();
         daemon_process d = start_daemon(config);
-        sleep_ms(700);
+        /* killed with jobs of its own leased and on their way */
+        cr_assert(wait_under_way(fx.conn, "acme", &sink, before, 10000), "round %d: nothing under way",
+                  round);
+        sleep_ms(200);
         cr_assert_eq(daemon_stop(&d, SIGKILL, 5000), 128 + SIGKILL);
     }
     daemon_process d = start_daemon(config);
@@ -336,7 +332,8 @@ Test(daemon, sigterm_hands_back_and_exits_zero)
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "t", 60);
     daemon_process d = start_daemon(config);
-    sleep_ms(1000);
+    /* signalled with requests in flight (each held 300 ms) */
+    cr_assert(wait_under_way(fx.conn, "acme", &sink, 0, 10000), "nothing under way");
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_assert_eq(redis_count(fx.conn, "ZCARD sluice:{%s}:inflight", "acme"), 0, "nothing in flight");
     cr_assert_eq(redis_count(fx.conn, "HLEN sluice:{%s}:jobs", "acme"),
@@ -357,13 +354,14 @@ Test(daemon, a_second_sigterm_exits_at_once_and_loses_nothing)
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "x", 40);
     daemon_process d = start_daemon(config);
-    sleep_ms(800); /* requests under way, each for 3 s; the grace is 5 s */
+    /* requests under way, each for 3 s; the grace is 5 s */
+    cr_assert(wait_under_way(fx.conn, "acme", &sink, 0, 10000), "nothing under way");
     kill(d.pid, SIGTERM);
     sleep_ms(100);
     int64_t before = sl_monotonic_us();
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     double took = (double)(sl_monotonic_us() - before) / 1e6;
-    cr_assert_lt(took, 1.0, "the second SIGTERM took %.2f s", took);
+    cr_assert_lt(took, timing_counts() ? 1.0 : 3.0, "the second SIGTERM took %.2f s", took);
     /* Nothing lost: no request finished (each takes 3 s), so every job is
      * still in Redis: queued, retrying, or under a lease that will expire
      * and return it; those that reached the endpoint come again with the
@@ -473,7 +471,7 @@ Test(daemon, dead_letters_each_reason_with_its_record)
     cr_assert(dlq_wait(fx.conn, "acme", 6, 10000));
     cr_assert(dlq_wait(fx.conn, "gone", 1, 10000));
     cr_assert(dlq_wait(fx.conn, "down", 1, 10000));
-    cr_assert(dlq_wait(fx.conn, "tight", 3, 10000));
+    cr_assert(dlq_wait(fx.conn, "tight", 4, 10000));
     /* the good job, behind six bad ones, still goes out */
     bool fine = false;
     for (int waited = 0; !fine && waited < 5000; waited += 50) {
@@ -510,20 +508,28 @@ Test(daemon, dead_letters_each_reason_with_its_record)
     strings_free(records, n);
 
     n = dlq_read(fx.conn, "gone", &records);
+    cr_assert_eq(n, 1);
     cr_assert_not_null(strstr(records[0], "\"reason\":\"http_4xx\""), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"http_status\":404"), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"attempts\":1"), "%s", records[0]);
     strings_free(records, n);
 
     n = dlq_read(fx.conn, "down", &records);
+    cr_assert_eq(n, 1);
     cr_assert_not_null(strstr(records[0], "\"reason\":\"exhausted\""), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"attempts\":2"), "%s", records[0]);
     cr_assert_not_null(strstr(records[0], "\"http_status\":500"), "%s", records[0]);
     strings_free(records, n);
 
+    /* six queued, capacity 2: the four newest overflow at the first claim */
     n = dlq_read(fx.conn, "tight", &records);
-    cr_assert_geq(n, 3);
-    cr_assert_not_null(strstr(records[0], "\"reason\":\"overflow\""), "%s", records[0]);
+    cr_assert_eq(n, 4, "%zu overflowed", n);
+    for (size_t j = 0; j < n; j++) {
+        cr_assert_not_null(strstr(records[j], "\"reason\":\"overflow\""), "%s", records[j]);
+        char body[32];
+        snprintf(body, sizeof body, "\\\"body\\\":\\\"%zu\\\"", 5 - j); /* newest first */
+        cr_assert_not_null(strstr(records[j], body), "record %zu: %s", j, records[j]);
+    }
     strings_free(records, n);
     assert_tenant_drained(fx.conn, "gone");
     assert_tenant_drained(fx.conn, "down");
@@ -548,12 +554,14 @@ Test(daemon, a_503_endpoint_is_attempted_exactly_max_attempts_times)
     assert_tenant_drained(fx.conn, "acme");
 }
 
+/* Concurrency 1: the second job cannot leave before the first 429 is
+ * answered, so what is judged is the pause, not whether a round trip beats
+ * a 10 ms slot. */
 Test(daemon, retry_after_on_429_pauses_the_tenant)
 {
-    /* /flaky/1 answers 503 once per key; the 429 tenant path adds Retry-After. */
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/status/429?retry_after=2\", \"rate\": 100,"
-        " \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 50}}}",
+        " \"concurrency\": 1, \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 50}}}",
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "p", 3);
     daemon_process d = start_daemon(config);
@@ -566,6 +574,9 @@ Test(daemon, retry_after_on_429_pauses_the_tenant)
     /* The first 429 pauses the tenant for 2 s: nothing is sent meanwhile. */
     int64_t gap = reqs[1].arrival_us - reqs[0].arrival_us;
     cr_assert_geq(gap, 1900000, "second request only %" PRId64 " us after the first 429", gap);
+    /* and no retry comes before the pause ends */
+    for (size_t i = 1; i < n; i++)
+        cr_assert_geq(reqs[i].arrival_us - reqs[0].arrival_us, 1900000, "request %zu during the pause", i);
     sink_requests_free(reqs, n);
 }
 
@@ -671,8 +682,9 @@ Test(daemon, keyspace_notifications_wake_idle_tenants_at_once)
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_log_info("pickup with notifications: known tenant %" PRId64 " us, new tenant %" PRId64 " us",
                 known, discovered);
-    cr_assert(known >= 0 && known < 100000, "idle tenant picked up after %" PRId64 " us", known);
-    cr_assert(discovered >= 0 && discovered < 100000, "new tenant picked up after %" PRId64 " us",
+    int64_t limit = timing_counts() ? 100000 : 1000000; /* notified, not polled */
+    cr_assert(known >= 0 && known < limit, "idle tenant picked up after %" PRId64 " us", known);
+    cr_assert(discovered >= 0 && discovered < limit, "new tenant picked up after %" PRId64 " us",
               discovered);
 }
 
@@ -685,8 +697,9 @@ Test(daemon, without_notifications_polling_picks_up_within_a_second)
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_log_info("pickup by polling: known tenant %" PRId64 " us, new tenant %" PRId64 " us", known,
                 discovered);
-    cr_assert(known >= 0 && known < 1500000, "idle tenant picked up after %" PRId64 " us", known);
-    cr_assert(discovered >= 0 && discovered < 1500000, "new tenant picked up after %" PRId64 " us",
+    int64_t limit = timing_counts() ? 1500000 : 3000000;
+    cr_assert(known >= 0 && known < limit, "idle tenant picked up after %" PRId64 " us", known);
+    cr_assert(discovered >= 0 && discovered < limit, "new tenant picked up after %" PRId64 " us",
               discovered);
 }
 
@@ -733,7 +746,8 @@ Test(daemon, a_slow_tenant_does_not_delay_another)
     }
     double rate = 99.0 / (double)(last - first) * 1e6;
     cr_log_info("fast tenant beside a slow one: %.2f/s", rate);
-    cr_assert(fabs(rate - 100) < 2, "the fast tenant ran at %.2f/s", rate);
+    if (timing_counts())
+        cr_assert(fabs(rate - 100) < 2, "the fast tenant ran at %.2f/s", rate);
     sink_requests_free(reqs, n);
 
     /* The slow tenant, 100/s against an endpoint that takes 2 a second:
@@ -804,6 +818,9 @@ Test(daemon, connections_closed_by_the_endpoint_are_replaced_at_once)
     double seconds = (double)(sl_monotonic_us() - start) / 1e6;
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_assert(all, "only %lld of 20 dead-lettered", redis_count(fx.conn, "LLEN sluice:{%s}:dlq", "acme"));
-    cr_assert_lt(seconds, 3.5, "%.2f s: a request waited for its timeout", seconds);
+    /* a request left waiting costs its whole 4 s timeout; sanitizers add
+     * their own seconds */
+    if (timing_counts())
+        cr_assert_lt(seconds, 3.5, "%.2f s: a request waited for its timeout", seconds);
     cr_assert_eq(count_delivered(), 60, "3 attempts each");
 }

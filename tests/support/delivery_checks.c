@@ -96,6 +96,20 @@ bool dlq_wait(redisContext *c, const char *tenant, long long n, int timeout_ms)
     return false;
 }
 
+bool wait_under_way(redisContext *c, const char *tenant, const sink_process *sink,
+                    size_t requests_before, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        sink_request *reqs = NULL;
+        size_t n = sink_read_log(sink, &reqs);
+        sink_requests_free(reqs, n);
+        if (n > requests_before && redis_count(c, "ZCARD sluice:{%s}:inflight", tenant) > 0)
+            return true;
+        sleep_ms(20);
+    }
+    return false;
+}
+
 void strings_free(char **s, size_t n)
 {
     for (size_t i = 0; i < n; i++)

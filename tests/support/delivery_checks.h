@@ -35,6 +35,12 @@ size_t dlq_read(redisContext *c, const char *tenant, char ***out);
 /* True once the tenant has at least n dead letters; false after timeout_ms. */
 bool dlq_wait(redisContext *c, const char *tenant, long long n, int timeout_ms);
 
+/* True once the sink has logged more than requests_before requests and
+ * the tenant has a job under a lease (claimed, in flight): something is
+ * under way. False after timeout_ms. */
+bool wait_under_way(redisContext *c, const char *tenant, const sink_process *sink,
+                    size_t requests_before, int timeout_ms);
+
 /* Frees n strings and the array holding them. */
 void strings_free(char **s, size_t n);
 
