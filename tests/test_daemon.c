@@ -75,31 +75,6 @@ static daemon_process start_daemon(const char *config)
     return start_traced(config, NULL);
 }
 
-/* Departure times on the sender's own clock (5th column) of a
- * --trace-departures file, sorted. */
-static size_t read_departures(const char *path, int64_t **out)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "no trace at %s", path);
-    size_t n = 0, cap = 1024;
-    int64_t *t = malloc(cap * sizeof *t);
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char *col = line;
-        for (int c = 0; c < 4 && col; c++)
-            col = strchr(col, '\t') ? strchr(col, '\t') + 1 : NULL;
-        if (!col)
-            continue;
-        if (n == cap)
-            t = realloc(t, (cap *= 2) * sizeof *t);
-        t[n++] = strtoll(col, NULL, 10);
-    }
-    fclose(f);
-    qsort(t, n, sizeof *t, compare_int64);
-    *out = t;
-    return n;
-}
-
 typedef struct spacing {
     size_t most_in_10; /* most events in any window of 10 intervals */
     int64_t p50, p95, p99, max; /* of |gap - 1/rate|, us */
@@ -176,7 +151,7 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
     spacing at_endpoint = measure_spacing(arrivals, (size_t)jobs, interval_us);
 
     int64_t *departures;
-    size_t departed = read_departures(trace, &departures);
+    size_t departed = departures_read(trace, &departures);
     cr_assert_eq(departed, (size_t)jobs, "%zu departures traced", departed);
     spacing out = measure_spacing(departures, departed, interval_us);
     cr_log_info("rate %g/s, run %d: %d jobs delivered at %.3f/s (error %.3f%%); departures: most "
@@ -273,7 +248,7 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
     size_t departed = 0;
     for (int i = 0; i < 3; i++) {
         int64_t *t;
-        size_t k = read_departures(trace[i], &t);
+        size_t k = departures_read(trace[i], &t);
         cr_assert_leq(departed + k, 300, "more departures than jobs");
         memcpy(merged + departed, t, k * sizeof *t);
         departed += k;

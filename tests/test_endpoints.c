@@ -262,24 +262,6 @@ Test(endpoints, retry_after_as_an_http_date_holds_the_retry)
 
 /* ---- a fleet-wide pause ---- */
 
-/* Departure times (5th column, one system-wide clock) of a trace file. */
-static size_t read_trace(const char *path, int64_t *t, size_t max)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "no trace at %s", path);
-    size_t n = 0;
-    char line[512];
-    while (n < max && fgets(line, sizeof line, f)) {
-        char *col = line;
-        for (int c = 0; c < 4 && col; c++)
-            col = strchr(col, '\t') ? strchr(col, '\t') + 1 : NULL;
-        if (col)
-            t[n++] = strtoll(col, NULL, 10);
-    }
-    fclose(f);
-    return n;
-}
-
 /* Two daemons serve one tenant. One job's URL answers 503 with
  * Retry-After: 2; the pause is the tenant's, kept in Redis: neither daemon
  * sends anything from shortly after that answer (what was already on its
@@ -318,14 +300,15 @@ Test(endpoints, a_503_pause_holds_both_daemons)
 
     /* 300 ms for what was already under way, then 1.5 s of silence */
     int64_t from = paused_at + 300000, to = paused_at + 1800000;
-    static int64_t t[1024];
     for (int i = 0; i < 2; i++) {
-        size_t departed = read_trace(trace[i], t, 1024);
+        int64_t *t;
+        size_t departed = departures_read(trace[i], &t);
         size_t during = 0, after = 0;
         for (size_t k = 0; k < departed; k++) {
             during += t[k] >= from && t[k] < to;
             after += t[k] >= to;
         }
+        free(t);
         cr_log_info("daemon %d: %zu departures, %zu during the pause, %zu after it", i, departed,
                     during, after);
         cr_assert_eq(during, 0, "daemon %d sent %zu jobs during the pause", i, during);
