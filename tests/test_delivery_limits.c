@@ -106,7 +106,8 @@ Test(delivery_limits, timeout_ms_abandons_retries_then_exhausts)
     cr_assert(dead, "not dead-lettered within 10 s");
     /* 3 x 300 ms and two backoffs, plus starting up: under 3 s, the time
      * one answer would have taken */
-    cr_assert_lt(seconds, 2.9, "dead-lettered after %.2f s", seconds);
+    if (timing_counts())
+        cr_assert_lt(seconds, 2.9, "dead-lettered after %.2f s", seconds);
 
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 3, 1000, &reqs);
