@@ -155,6 +155,28 @@ Test(pacing, late_timers_at_short_intervals_still_catch_up)
     cr_assert_lt(late, 1000, "still %lld us late after 8,000 jobs", (long long)late);
 }
 
+/* Pacing's own promise, stricter than SPEC §4 above 100/s: no local
+ * burst of 12 in 10 intervals where an interval has room for timers. */
+Test(pacing, the_bound_is_11_where_intervals_have_room_for_timers)
+{
+    cr_assert_eq(sl_pace_most_in_10_intervals(300), 11);
+    cr_assert_eq(sl_pace_most_in_10_intervals(1000), 11);
+    cr_assert_eq(sl_pace_most_in_10_intervals(1000000000), 11);
+    cr_assert_gt(sl_pace_most_in_10_intervals(299), 11);
+    static int64_t out[4000];
+    for (int64_t interval = 300; interval <= 3000; interval += 100) {
+        event_loop(interval, 50 * interval, 150, out, 4000);
+        size_t most = most_in(out, 4000, 10 * interval);
+        cr_assert_leq(most, 11, "%zu in 10 intervals of %lld us", most, (long long)interval);
+    }
+    for (int64_t interval = 20; interval < 300; interval += 20) {
+        event_loop(interval, 20000, 2000, out, 4000);
+        size_t most = most_in(out, 4000, 10 * interval);
+        int bound = sl_pace_most_in_10_intervals(interval);
+        cr_assert_leq(most, (size_t)bound, "%zu in 10 intervals of %lld us", most, (long long)interval);
+    }
+}
+
 /* SPEC §4 after a stall, timers late by up to max_lateness_us: the most
  * departures in any window W (printed for the report), and whether they
  * are within floor(1.02 x rate x W) + 1; the stall is 50 intervals, and
