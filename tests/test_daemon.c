@@ -23,6 +23,7 @@
 #include "known_bugs.h"
 #include "redis_fixture.h"
 #include "shaping_bound.h"
+#include "timer_probe.h"
 #include "sink_process.h"
 
 static redis_fixture fx;
@@ -123,7 +124,7 @@ static size_t count_delivered(void)
  * endpoint sharing two cores with Redis and sluice, so the endpoint's clock
  * cannot judge them (its figures are logged alongside). Returns the p95 of
  * |gap - 1/rate| in us; everything else is asserted here. */
-static int64_t shaping_run(double rate, int jobs, int attempt)
+static int64_t shaping_run(double rate, int jobs, int attempt, int64_t *bare_p95)
 {
     char tenants[512], trace[128], tag[16];
     snprintf(tenants, sizeof tenants,
@@ -133,10 +134,15 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
     snprintf(tag, sizeof tag, "s%d", attempt);
     redis_fixture_push_jobs(&fx, "acme", tag, jobs);
     size_t before = count_delivered();
+    /* the machine's own timer jitter meanwhile, at 1 ms at most (a probe
+     * as busy as sluice at 5,000/s would take its CPU) */
+    timer_probe probe;
+    cr_assert(timer_probe_start(&probe, (int64_t)(1e6 / rate) > 1000 ? (int64_t)(1e6 / rate) : 1000));
     daemon_process d = start_traced(write_config("%s", tenants), trace);
     sink_request *reqs = NULL;
     int64_t budget_ms = (int64_t)(jobs / rate * 1000) + 10000;
     size_t n = sink_wait_log(&sink, before + (size_t)jobs, (int)budget_ms, &reqs);
+    *bare_p95 = timer_probe_stop(&probe);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "clean exit");
     cr_assert_eq(n - before, (size_t)jobs, "%zu of %d delivered", n - before, jobs);
     assert_each_delivered(reqs, n, tag, jobs, false);
@@ -161,6 +167,8 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
                 rate, attempt, jobs, measured, error * 100, out.most_in_10, out.p50, out.p95, out.p99,
                 out.max,
                 at_endpoint.most_in_10, at_endpoint.p50, at_endpoint.p99, at_endpoint.max);
+    cr_log_info("rate %g/s, run %d: a bare timer's |gap - interval| p95 meanwhile: %" PRId64 " us",
+                rate, attempt, *bare_p95);
     /* SPEC §4, on the departures: sanitizers stall sluice for tens of ms,
      * whose catch-up their build cannot judge. Above 100/s the window
      * holds many intervals, and today's pacing, which catches up 10% fast
@@ -184,7 +192,9 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
 }
 
 /* The rate, single delivery and burst bound must hold on every run. The
- * jitter is judged by its p95 (< 1 ms), with three runs: this 2-core VM
+ * jitter is judged by its p95: under 1 ms more than a bare timer's in the
+ * same run (SPEC §4: against what the same machine gives a bare timer, so
+ * a loaded machine is not counted against sluice), with three runs: this 2-core VM
  * itself wakes a sleeping thread more than 0.5 ms late for about 1% of
  * wake-ups (bench/stall_probe.py measures it), and each such moment spoils
  * two gaps, so a p99 here judges the machine more than sluice. The p99
@@ -192,13 +202,14 @@ static int64_t shaping_run(double rate, int jobs, int attempt)
  * with the machine's stalls beside it. A real regression fails all three. */
 static void check_shaping(double rate, int jobs)
 {
-    int64_t p95 = 0;
+    int64_t p95 = 0, bare = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
-        p95 = shaping_run(rate, jobs, attempt);
-        if (p95 < 1000 || !timing_counts())
+        p95 = shaping_run(rate, jobs, attempt, &bare);
+        if (p95 < 1000 + bare || !timing_counts())
             return;
     }
-    cr_assert_fail("p95 of |gap - 1/rate| was 1 ms or more in three runs (last %" PRId64 " us)", p95);
+    cr_assert_fail("p95 of |gap - 1/rate| was 1 ms or more above a bare timer's in three runs (last "
+                   "%" PRId64 " us, the timer's %" PRId64 " us)", p95, bare);
 }
 
 /* ---- shaping ---- */
