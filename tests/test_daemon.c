@@ -124,7 +124,7 @@ static size_t count_delivered(void)
  * endpoint sharing two cores with Redis and sluice, so the endpoint's clock
  * cannot judge them (its figures are logged alongside). Returns the p95 of
  * |gap - 1/rate| in us; everything else is asserted here. */
-static int64_t shaping_run(double rate, int jobs, int attempt, int64_t *bare_p95)
+static int64_t shaping_run(double rate, int jobs, int attempt, timer_probe_result *bare)
 {
     char tenants[512], trace[128], tag[16];
     snprintf(tenants, sizeof tenants,
@@ -142,7 +142,7 @@ static int64_t shaping_run(double rate, int jobs, int attempt, int64_t *bare_p95
     sink_request *reqs = NULL;
     int64_t budget_ms = (int64_t)(jobs / rate * 1000) + 10000;
     size_t n = sink_wait_log(&sink, before + (size_t)jobs, (int)budget_ms, &reqs);
-    *bare_p95 = timer_probe_stop(&probe);
+    *bare = timer_probe_stop(&probe);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0, "clean exit");
     cr_assert_eq(n - before, (size_t)jobs, "%zu of %d delivered", n - before, jobs);
     assert_each_delivered(reqs, n, tag, jobs, false);
@@ -167,8 +167,8 @@ static int64_t shaping_run(double rate, int jobs, int attempt, int64_t *bare_p95
                 rate, attempt, jobs, measured, error * 100, out.most_in_10, out.p50, out.p95, out.p99,
                 out.max,
                 at_endpoint.most_in_10, at_endpoint.p50, at_endpoint.p99, at_endpoint.max);
-    cr_log_info("rate %g/s, run %d: a bare timer's |gap - interval| p95 meanwhile: %" PRId64 " us",
-                rate, attempt, *bare_p95);
+    cr_log_info("rate %g/s, run %d: a bare timer's |gap - interval| meanwhile: p95 %" PRId64
+                " max %" PRId64 " us", rate, attempt, bare->p95, bare->max);
     /* SPEC §4, on the departures: sanitizers stall sluice for tens of ms,
      * whose catch-up their build cannot judge. Above 100/s the window
      * holds many intervals, and today's pacing, which catches up 10% fast
@@ -179,7 +179,12 @@ static int64_t shaping_run(double rate, int jobs, int attempt, int64_t *bare_p95
     cr_log_info("rate %g/s, run %d: most departures in a window of %" PRId64 " us: %zu (SPEC "
                 "allows %zu)", rate, attempt, window, most, bound);
     if (timing_counts()) {
-        cr_assert_lt(error, 0.01, "rate error %.3f%%", error * 100);
+        /* 1%, and what the machine's longest stall costs a run this long:
+         * a stall near its end leaves no time to catch up (at most 10%
+         * fast), however well sluice paces */
+        double stalled = (double)bare->max / (double)(arrivals[jobs - 1] - arrivals[0]);
+        cr_assert_lt(error, 0.01 + stalled, "rate error %.3f%% (the machine stalled %" PRId64
+                     " us)", error * 100, bare->max);
         if (rate <= 100 || known_bugs_run())
             cr_assert_leq(most, bound, "a burst: %zu departures in %" PRId64
                           " us (SPEC §4: at most %zu)", most, window, bound);
@@ -202,14 +207,15 @@ static int64_t shaping_run(double rate, int jobs, int attempt, int64_t *bare_p95
  * with the machine's stalls beside it. A real regression fails all three. */
 static void check_shaping(double rate, int jobs)
 {
-    int64_t p95 = 0, bare = 0;
+    int64_t p95 = 0;
+    timer_probe_result bare = {0};
     for (int attempt = 0; attempt < 3; attempt++) {
         p95 = shaping_run(rate, jobs, attempt, &bare);
-        if (p95 < 1000 + bare || !timing_counts())
+        if (p95 < 1000 + bare.p95 || !timing_counts())
             return;
     }
     cr_assert_fail("p95 of |gap - 1/rate| was 1 ms or more above a bare timer's in three runs (last "
-                   "%" PRId64 " us, the timer's %" PRId64 " us)", p95, bare);
+                   "%" PRId64 " us, the timer's %" PRId64 " us)", p95, bare.p95);
 }
 
 /* ---- shaping ---- */

@@ -46,19 +46,20 @@ static int compare_int64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int64_t timer_probe_stop(timer_probe *p)
+timer_probe_result timer_probe_stop(timer_probe *p)
 {
     atomic_store(&p->stop, true);
     pthread_join(p->thread, NULL);
-    int64_t p95 = 0;
+    timer_probe_result r = {0};
     if (p->n >= 2) {
         size_t gaps = p->n - 1;
         for (size_t i = 0; i < gaps; i++)
             p->woke[i] = llabs(p->woke[i + 1] - p->woke[i] - p->interval_us);
         qsort(p->woke, gaps, sizeof *p->woke, compare_int64);
-        p95 = p->woke[(gaps - 1) * 95 / 100];
+        r.p95 = p->woke[(gaps - 1) * 95 / 100];
+        r.max = p->woke[gaps - 1];
     }
     free(p->woke);
     *p = (timer_probe){0};
-    return p95;
+    return r;
 }

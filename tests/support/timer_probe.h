@@ -24,9 +24,16 @@ typedef struct timer_probe {
  * cannot. */
 bool timer_probe_start(timer_probe *p, int64_t interval_us);
 
-/* Stops the probe and returns the 95th percentile of |gap - interval| of
- * its wake-ups in us (the statistic the shaping tests take of sluice's
- * departures), 0 if it woke fewer than twice; frees what it holds. */
-int64_t timer_probe_stop(timer_probe *p);
+/* What the probe saw: of |gap - interval| between its wake-ups, in us. */
+typedef struct timer_probe_result {
+    int64_t p95;
+    int64_t max; /* the machine's longest stall, as this thread felt it */
+} timer_probe_result;
+
+/* Stops the probe and returns the 95th percentile and the maximum of
+ * |gap - interval| of its wake-ups (the statistics the shaping tests take
+ * of sluice's departures), zeros if it woke fewer than twice; frees what
+ * it holds. */
+timer_probe_result timer_probe_stop(timer_probe *p);
 
 #endif
