@@ -282,7 +282,7 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
      * 100 ms seen here once in six runs with a busy core. Judged only when
      * known bugs are asked for, until pacing is reworked. */
     if (most > bound)
-        cr_log_warn("merged departures: %zu in %" PRId64 " us, above SPEC §4's %zu (known)", most,
+        cr_log_info("merged departures: %zu in %" PRId64 " us, above SPEC §4's %zu (known)", most,
                     window, bound);
     if (timing_counts()) {
         cr_assert_lt(fabs(measured - 100) / 100, 0.01, "fleet rate %.2f/s", measured);
