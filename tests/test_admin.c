@@ -14,6 +14,7 @@
 
 #include <curl/curl.h>
 
+#include "config_file.h"
 #include "daemon_env.h"
 #include "daemon_process.h"
 #include "redis_fixture.h"
@@ -51,18 +52,14 @@ TestSuite(admin, .init = setup, .fini = teardown, .timeout = 120);
  * top-level members (may be ""), and the "tenants" object. */
 static void write_config(const char *extra, const char *tenants_format, ...)
 {
-    char tenants[2048];
+    char url[64], members[256];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", fx.server.port);
+    snprintf(members, sizeof members,
+             "\"workers\": 2, \"admin\": \"127.0.0.1:%d\", \"grace_ms\": 2000, %s", admin_port, extra);
     va_list ap;
     va_start(ap, tenants_format);
-    vsnprintf(tenants, sizeof tenants, tenants_format, ap);
+    config_file_vwrite(config_path, url, members, tenants_format, ap);
     va_end(ap);
-    FILE *f = fopen(config_path, "w");
-    cr_assert_not_null(f);
-    fprintf(f,
-            "{\"redis\": \"redis://127.0.0.1:%d/0\", \"workers\": 2,"
-            " \"admin\": \"127.0.0.1:%d\", \"grace_ms\": 2000, %s \"tenants\": %s}\n",
-            fx.server.port, admin_port, extra, tenants);
-    fclose(f);
 }
 
 static daemon_process start_daemon(void)
@@ -317,10 +314,16 @@ Test(admin, sighup_applies_a_valid_file_at_once)
     size_t n_before = gaps_at("/before", before, 64);
     size_t n_after = gaps_at("/after", after, 512);
     cr_assert_geq(n_before, 4, "5/s for 1.5 s: %zu gaps", n_before);
-    cr_assert_geq(n_after, 50, "100/s for most of 1.5 s: only %zu gaps", n_after);
+    cr_assert_geq(n_after, timing_counts() ? 50 : 10, "100/s for most of 1.5 s: only %zu gaps", n_after);
     int64_t slow = median(before, n_before), fast = median(after, n_after);
-    cr_assert(slow >= 180 && slow <= 220, "median gap before: %lld ms", (long long)slow);
-    cr_assert(fast >= 7 && fast <= 13, "median gap after: %lld ms", (long long)fast);
+    cr_log_info("median gap before the reload %lld ms, after %lld ms", (long long)slow, (long long)fast);
+    if (timing_counts()) {
+        cr_assert(slow >= 180 && slow <= 220, "median gap before: %lld ms", (long long)slow);
+        cr_assert(fast >= 7 && fast <= 13, "median gap after: %lld ms", (long long)fast);
+    } else { /* slowed, the new rate is still far above the old one */
+        cr_assert(fast * 4 < slow, "median gap before %lld ms, after %lld ms", (long long)slow,
+                  (long long)fast);
+    }
     cr_assert_eq(arrivals_at("/new"), 5, "a tenant added by the reload is served");
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
 }
@@ -348,7 +351,8 @@ Test(admin, sighup_keeps_the_running_config_when_the_file_is_bad)
     cr_assert(wait_log("changed=\"prefix\"", 5000));
     size_t before = arrivals_at("/before");
     sleep_ms(1000);
-    cr_assert_gt(arrivals_at("/before"), before + 10, "still delivering with the old config");
+    cr_assert_gt(arrivals_at("/before"), before + (timing_counts() ? 10 : 3),
+                 "still delivering with the old config");
     cr_assert_eq(arrivals_at("/after"), 0, "the bad file was not applied");
     cr_assert_eq(get("/readyz", NULL), 200);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config_file.h"
 #include "daemon_process.h"
 #include "redis_fixture.h"
 #include "daemon_env.h"
@@ -96,9 +97,8 @@ static void write_config(const char *tenants_json)
     snprintf(config_path, sizeof config_path, "/tmp/sluice-cli-XXXXXX");
     int fd = mkstemp(config_path);
     cr_assert(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "{\"redis\": \"%s\", \"tenants\": %s}\n", url, tenants_json);
-    fclose(f);
+    close(fd);
+    config_file_write(config_path, url, "", "%s", tenants_json);
 }
 
 static redisReply *cmd(const char *fmt, ...)
@@ -591,6 +591,84 @@ Test(cli, bad_usage)
     cr_expect_eq(cmd_int("DBSIZE"), 0);
 }
 
+/* The commands `sluice --help` lists, each of which must answer --help. */
+static size_t listed_commands(char names[][32], size_t max)
+{
+    cr_assert_eq(RUN(NULL, "--help"), 0, "%s", out);
+    const char *p = strstr(out, "Commands:\n");
+    cr_assert_not_null(p, "%s", out);
+    size_t n = 0;
+    for (p = strchr(p, '\n') + 1; *p && *p != '\n' && n < max; p = strchr(p, '\n') + 1) {
+        /* "  NAME ARGS   text"; continuation lines are indented further */
+        if (p[0] == ' ' && p[1] == ' ' && p[2] != ' ')
+            sscanf(p, "%31s", names[n++]);
+        if (!strchr(p, '\n'))
+            break;
+    }
+    return n;
+}
+
+Test(cli, help_and_version_on_every_command)
+{
+    char names[32][32];
+    size_t n = listed_commands(names, 32);
+    cr_assert_geq(n, 8, "only %zu commands listed: %s", n, out);
+    for (size_t i = 0; i < n; i++) {
+        int code = RUN(NULL, names[i], "--help");
+        cr_expect_eq(code, 0, "%s --help: exit %d: %s", names[i], code, out);
+        char usage[64];
+        snprintf(usage, sizeof usage, "Usage: sluice %s", names[i]);
+        if (strcmp(names[i], "help") != 0)
+            cr_expect(strncmp(out, usage, strlen(usage)) == 0, "%s --help: %s", names[i], out);
+        else
+            cr_expect(strstr(out, "Commands:"), "help --help: %s", out);
+    }
+    cr_assert_eq(RUN(NULL, "version"), 0, "%s", out);
+    cr_assert(strncmp(out, "sluice ", 7) == 0 && out[7] >= '0' && out[7] <= '9', "version: %s", out);
+    char version[64] = {0};
+    memcpy(version, out, strlen(out) < sizeof version ? strlen(out) : sizeof version - 1);
+    cr_assert_eq(RUN(NULL, "--version"), 0, "%s", out);
+    cr_assert_str_eq(out, version);
+    cr_assert_eq(RUN(NULL, "help"), 0, "%s", out);
+    cr_assert(strstr(out, "Commands:"), "%s", out);
+    cr_assert_eq(RUN(NULL, "frobnicate"), 2, "an unknown command: %s", out);
+}
+
+/* A file with five mistakes: check-config and run -c both exit 2 and name
+ * every one by its path, not only the first. */
+static const char *const five_mistakes =
+    "{\"redis\": \"http://nope\", \"tenants\": {"
+    "\"acme\": {\"endpoint\": \"http://127.0.0.1:9/x\", \"rate\": -1, \"concurency\": 4},"
+    " \"beta\": {\"rate\": 5},"
+    " \"gamma\": {\"endpoint\": \"http://127.0.0.1:9/\", \"rate\": 1, \"retry\": {\"max_attempts\": 0}}}}";
+
+static void expect_every_mistake(const char *command)
+{
+    const char *paths[] = {"redis: ", "tenants.acme.rate: ", "tenants.acme.concurency: ",
+                           "tenants.beta.endpoint: ", "tenants.gamma.retry.max_attempts: "};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        cr_expect(strstr(out, paths[i]), "%s did not name %s: %s", command, paths[i], out);
+}
+
+Test(cli, a_bad_config_is_refused_with_every_mistake)
+{
+    snprintf(config_path, sizeof config_path, "/tmp/sluice-cli-XXXXXX");
+    int fd = mkstemp(config_path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, five_mistakes, strlen(five_mistakes)), (ssize_t)strlen(five_mistakes));
+    close(fd);
+    cr_assert_eq(RUN(NULL, "check-config", config_path), 2, "%s", out);
+    expect_every_mistake("check-config");
+    cr_assert_eq(RUN(NULL, "run", "-c", config_path), 2, "%s", out);
+    expect_every_mistake("run -c");
+    cr_assert_eq(RUN(NULL, "check-config", "/nonexistent/sluice.json"), 2, "%s", out);
+    cr_assert_eq(RUN(NULL, "run", "-c", "/nonexistent/sluice.json"), 2, "%s", out);
+    cr_assert_eq(RUN(NULL, "run"), 2, "run without -c: %s", out);
+    /* and a good file passes */
+    write_config("{\"acme\": {\"endpoint\": \"http://127.0.0.1:9/\", \"rate\": 5}}");
+    cr_assert_eq(RUN(NULL, "check-config", config_path), 0, "%s", out);
+}
+
 Test(cli, unreachable_redis)
 {
     int port = rs_free_port();
@@ -643,14 +721,10 @@ static int64_t monotonic_ms(void)
 static void write_operate_config(char *path, size_t size, const char *name, const char *endpoint)
 {
     snprintf(path, size, "%s/%s", op_dir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fprintf(f,
-            "{\"redis\": \"%s\", \"workers\": 1, \"admin\": null, \"grace_ms\": 5000,\n"
-            " \"tenants\": {\"acme\": {\"endpoint\": \"http://127.0.0.1:%d%s\", \"rate\": 50,\n"
-            "   \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 20}}}}\n",
-            url, sink.port, endpoint);
-    fclose(f);
+    config_file_write(path, url, "\"workers\": 1, \"admin\": null, \"grace_ms\": 5000,",
+                      "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d%s\", \"rate\": 50,\n"
+                      "   \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 20}}}",
+                      sink.port, endpoint);
 }
 
 typedef struct op_counts {

@@ -1,9 +1,14 @@
 /* test_pacing.c - catching up after a stall without a burst (pacing.c):
- * simulated departures, time passed in. */
+ * simulated departures, time passed in, judged by SPEC §4's window bound
+ * (shaping_bound.h), which the tests compute from the contract. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "job/pacing.h"
+#include "known_bugs.h"
+#include "shaping_bound.h"
 
 /* Departs jobs with the given slots (interval_us apart in the schedule),
  * each at the latest of its slot, the pace, and `ready_at` (the end of a
@@ -69,19 +74,17 @@ Test(pacing, a_stall_under_a_fifth_of_an_interval_does_not_hold_the_next_job)
 Test(pacing, one_process_catches_up_without_a_burst)
 {
     sl_pace p = {0};
-    int64_t slots[300], out[300];
-    for (int i = 0; i < 300; i++)
-        slots[i] = i * 1000;
-    /* 20 on time, then a 50 ms stall: 50 jobs are late at once */
-    depart(&p, 1000, slots, 20, 0, out);
-    depart(&p, 1000, slots + 20, 280, 70000, out + 20);
-    cr_assert_leq(most_in(out, 300, 10 * 1000), 11);
-    for (int i = 21; i < 300; i++)
-        cr_assert_geq(out[i] - out[i - 1], 900, "gap %d: %lld us", i, (long long)(out[i] - out[i - 1]));
-    /* 8% faster than the schedule (a gap of 928 us): 280 jobs win back
-     * about 20 of the 50 ms */
-    int64_t late = out[299] - slots[299];
-    cr_assert(late > 25000 && late < 32000, "still %lld us late", (long long)late);
+    static int64_t slots[3000], out[3000];
+    for (int i = 0; i < 3000; i++)
+        slots[i] = i * 10000; /* 100/s */
+    /* 20 on time, then a 500 ms stall: 50 jobs are late at once */
+    depart(&p, 10000, slots, 20, 0, out);
+    depart(&p, 10000, slots + 20, 2980, 700000, out + 20);
+    size_t most = most_in_window(out, 3000, spec_window_us(100));
+    cr_assert_leq(most, spec_most_in_window(100), "%zu in %" PRId64 " us", most, spec_window_us(100));
+    /* made up, not forgotten: on schedule again within 30 s */
+    int64_t late = out[2999] - slots[2999];
+    cr_assert_lt(late, 10000, "still %lld us late", (long long)late);
 }
 
 Test(pacing, a_process_behind_at_full_speed_is_not_held)
@@ -152,18 +155,8 @@ Test(pacing, late_timers_at_short_intervals_still_catch_up)
     cr_assert_lt(late, 1000, "still %lld us late after 8,000 jobs", (long long)late);
 }
 
-Test(pacing, short_intervals_burst_no_more_than_the_slack_allows)
-{
-    /* wake-ups up to 2 ms late send what is overdue at once: at 20,000/s
-     * up to 55 in 10 intervals */
-    static int64_t out[8000];
-    event_loop(50, 20000, 2000, out, 8000);
-    size_t most = most_in(out, 8000, 10 * 50);
-    cr_assert_eq(sl_pace_most_in_10_intervals(50), 55);
-    cr_assert_leq(most, 55, "%zu in 10 intervals", most);
-    cr_assert_geq(most, 30, "%zu in 10 intervals: late wake-ups are sent at once", most);
-}
-
+/* Pacing's own promise, stricter than SPEC §4 above 100/s: no local
+ * burst of 12 in 10 intervals where an interval has room for timers. */
 Test(pacing, the_bound_is_11_where_intervals_have_room_for_timers)
 {
     cr_assert_eq(sl_pace_most_in_10_intervals(300), 11);
@@ -182,4 +175,83 @@ Test(pacing, the_bound_is_11_where_intervals_have_room_for_timers)
         int bound = sl_pace_most_in_10_intervals(interval);
         cr_assert_leq(most, (size_t)bound, "%zu in 10 intervals of %lld us", most, (long long)interval);
     }
+}
+
+/* SPEC §4 after a stall, timers late by up to max_lateness_us: the most
+ * departures in any window W (printed for the report), and whether they
+ * are within floor(1.02 x rate x W) + 1; the stall is 50 intervals, and
+ * 2,000 intervals follow it. */
+static bool within_spec_after_a_stall(int64_t interval_us, int64_t max_lateness_us)
+{
+    static int64_t out[20000];
+    int n = 20000;
+    double rate = 1e6 / (double)interval_us;
+    event_loop(interval_us, 50 * interval_us, max_lateness_us, out, n);
+    int64_t window = spec_window_us(rate);
+    size_t most = most_in_window(out, (size_t)n, window), bound = spec_most_in_window(rate);
+    if (most > bound)
+        cr_log_error("rate %g/s (interval %" PRId64 " us, timers up to %" PRId64
+                     " us late): %zu departures in %" PRId64 " us, SPEC allows %zu",
+                     rate, interval_us, max_lateness_us, most, window, bound);
+    return most <= bound;
+}
+
+Test(pacing, spec_window_bound_after_a_stall_up_to_100_per_second)
+{
+    /* W is 10 intervals here: at most 11 in any 10 intervals */
+    bool ok = true;
+    for (int64_t interval = 10000; interval <= 1000000; interval *= 10)
+        ok &= within_spec_after_a_stall(interval, 150);
+    ok &= within_spec_after_a_stall(10000, 2000);
+    cr_assert(ok, "SPEC §4's bound broken (figures above)");
+}
+
+/* Above 100/s W is 100 ms, many intervals: a catch-up faster than 2%
+ * breaks the bound there.
+ * KNOWN TO FAIL with today's pacing, which catches up 10% fast (a least
+ * gap of 10/11 interval; pacing.h): the figures it prints are in the
+ * report. Skipped unless SLUICE_TEST_KNOWN_BUGS is set, until pacing is
+ * reworked to a catch-up of at most 2%. */
+Test(pacing, spec_window_bound_after_a_stall_above_100_per_second)
+{
+    if (!known_bugs_run())
+        cr_skip_test("pacing catches up 10%% fast where SPEC §4 allows 2%% (known; set "
+                     "SLUICE_TEST_KNOWN_BUGS=1 to run)");
+    bool ok = true;
+    const int64_t intervals[] = {5000, 3000, 1000, 300, 200, 100, 50};
+    for (size_t i = 0; i < sizeof intervals / sizeof *intervals; i++)
+        ok &= within_spec_after_a_stall(intervals[i], intervals[i] >= 300 ? 150 : 2000);
+    cr_assert(ok, "SPEC §4's bound broken (figures above)");
+}
+
+/* ---- the bound itself, as SPEC §4 words it ---- */
+
+Test(spec_bound, is_11_in_10_intervals_up_to_100_per_second)
+{
+    cr_assert_eq(spec_window_us(100), 100000);
+    cr_assert_eq(spec_most_in_window(100), 11);
+    cr_assert_eq(spec_window_us(50), 200000);
+    cr_assert_eq(spec_most_in_window(50), 11);
+    cr_assert_eq(spec_window_us(0.5), 20000000);
+    cr_assert_eq(spec_most_in_window(0.5), 11);
+    cr_assert_eq(spec_window_us(3), 3333334, "a window holds all ten intervals");
+}
+
+Test(spec_bound, allows_2_percent_over_100_ms_above_100_per_second)
+{
+    cr_assert_eq(spec_window_us(500), 100000);
+    cr_assert_eq(spec_most_in_window(500), 52, "1.02 x 500 x 0.1 = 51 exactly, + 1");
+    cr_assert_eq(spec_most_in_window(1000), 103);
+    cr_assert_eq(spec_most_in_window(5000), 511);
+    cr_assert_eq(spec_most_in_window(20000), 2041);
+}
+
+Test(spec_bound, counts_the_busiest_half_open_window)
+{
+    const int64_t t[] = {0, 10, 20, 100, 105, 110, 200};
+    cr_assert_eq(most_in_window(t, 7, 100), 4, "100, 105, 110 and not 200");
+    cr_assert_eq(most_in_window(t, 7, 101), 5, "10 to 110");
+    cr_assert_eq(most_in_window(t, 7, 111), 6);
+    cr_assert_eq(most_in_window(t, 7, 1), 1);
+    cr_assert_eq(most_in_window(t, 0, 100), 0);
 }

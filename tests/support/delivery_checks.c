@@ -1,5 +1,6 @@
 /* delivery_checks.c - see delivery_checks.h. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +95,49 @@ bool dlq_wait(redisContext *c, const char *tenant, long long n, int timeout_ms)
         sleep_ms(50);
     }
     return false;
+}
+
+bool wait_under_way(redisContext *c, const char *tenant, const sink_process *sink,
+                    size_t requests_before, int timeout_ms)
+{
+    for (int waited = 0; waited <= timeout_ms; waited += 20) {
+        sink_request *reqs = NULL;
+        size_t n = sink_read_log(sink, &reqs);
+        sink_requests_free(reqs, n);
+        if (n > requests_before && redis_count(c, "ZCARD sluice:{%s}:inflight", tenant) > 0)
+            return true;
+        sleep_ms(20);
+    }
+    return false;
+}
+
+static int compare_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+size_t departures_read(const char *path, int64_t **out)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "no trace at %s", path);
+    size_t n = 0, cap = 1024;
+    int64_t *t = malloc(cap * sizeof *t);
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char *col = line;
+        for (int c = 0; c < 4 && col; c++)
+            col = strchr(col, '\t') ? strchr(col, '\t') + 1 : NULL;
+        if (!col)
+            continue;
+        if (n == cap)
+            t = realloc(t, (cap *= 2) * sizeof *t);
+        t[n++] = strtoll(col, NULL, 10);
+    }
+    fclose(f);
+    qsort(t, n, sizeof *t, compare_int64);
+    *out = t;
+    return n;
 }
 
 void strings_free(char **s, size_t n)

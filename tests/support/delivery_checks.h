@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <hiredis/hiredis.h>
 
@@ -34,6 +35,18 @@ size_t dlq_read(redisContext *c, const char *tenant, char ***out);
 
 /* True once the tenant has at least n dead letters; false after timeout_ms. */
 bool dlq_wait(redisContext *c, const char *tenant, long long n, int timeout_ms);
+
+/* True once the sink has logged more than requests_before requests and
+ * the tenant has a job under a lease (claimed, in flight): something is
+ * under way. False after timeout_ms. */
+bool wait_under_way(redisContext *c, const char *tenant, const sink_process *sink,
+                    size_t requests_before, int timeout_ms);
+
+/* The departure times (5th column: the sender's CLOCK_REALTIME, one clock
+ * for every process of the host) of a --trace-departures file, ascending,
+ * in a new array (*out; caller frees); returns how many. Fails the test if
+ * the file cannot be read. */
+size_t departures_read(const char *path, int64_t **out);
 
 /* Frees n strings and the array holding them. */
 void strings_free(char **s, size_t n);

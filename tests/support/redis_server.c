@@ -53,17 +53,19 @@ static pid_t spawn_redis(const char *dir, int port, int key_load_delay_us)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(127);
-    char port_text[16], log_path[128], delay_text[16];
+    char port_text[16], log_path[128], delay_text[16], socket_path[128];
     snprintf(port_text, sizeof port_text, "%d", port);
+    snprintf(socket_path, sizeof socket_path, "%s/redis.sock", dir);
     snprintf(log_path, sizeof log_path, "%s/redis.log", dir);
     snprintf(delay_text, sizeof delay_text, "%d", key_load_delay_us);
-    /* With a load delay, answer clients every KiB loaded, not every 2 MiB,
-     * or a small dump would load without a word to anyone. */
     /* SLUICE_REDIS_SERVER=valkey-server runs the same tests against Valkey. */
     const char *server = getenv("SLUICE_REDIS_SERVER");
     if (!server || !*server)
         server = "redis-server";
+    /* With a load delay, answer clients every KiB loaded, not every 2 MiB,
+     * or a small dump would load without a word to anyone. */
     execlp(server, server, "--port", port_text, "--bind", "127.0.0.1",
+           "--unixsocket", socket_path, "--unixsocketperm", "700",
            "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir,
            "--logfile", log_path, "--loglevel", "warning", "--key-load-delay", delay_text,
            "--loading-process-events-interval-bytes", key_load_delay_us > 0 ? "1024" : "2097152",

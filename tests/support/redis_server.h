@@ -19,8 +19,8 @@ typedef struct rs_server {
     int key_load_delay_us;
 } rs_server;
 
-/* Starts redis-server on a free loopback port in a fresh temporary
- * directory and waits (at most 5 s) until it answers PING. The server dies
+/* Starts redis-server on a free loopback port (and on the unix socket
+ * DIR/redis.sock) in a fresh temporary directory and waits (at most 5 s) until it answers PING. The server dies
  * with the calling process. False, with a message in err, on failure. */
 bool rs_start(rs_server *server, char *err, size_t err_size);
 
