@@ -50,6 +50,7 @@ static fake_env default_fake = {
               {"/run/credentials/two-newlines", SECRET "\n\n"},
               {"/run/credentials/empty", "\n"},
               {"/run/credentials/redis-url", "redis://:" SECRET "@db.example:6390/1\n"},
+              {"/etc/sluice/ca.pem", "-----BEGIN CERTIFICATE-----\n"},
               {"/etc/sluice/ok.json",
                "{\"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 1}}}"}},
 };
@@ -1125,4 +1126,36 @@ Test(errors, grow_and_clear)
     sl_errors_add(&errs, "again");
     cr_assert_eq(errs.count, 1);
     sl_errors_clear(&errs);
+}
+
+/* ---- a tenant's tls ---------------------------------------------------- */
+
+Test(tls, a_private_ca_and_a_client_certificate)
+{
+    sl_config *cfg = ok("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': "
+                        "{'ca_file': '/etc/sluice/ca.pem', 'cert_file': '/run/credentials/token',"
+                        " 'key_file': '/run/credentials/crlf'}}, 'b': {'endpoint': 'https://h/',"
+                        " 'rate': 1}}}");
+    const sl_tenant_config *a = sl_config_find_tenant(cfg, "a"), *b = sl_config_find_tenant(cfg, "b");
+    cr_assert_str_eq(a->tls_ca_file, "/etc/sluice/ca.pem");
+    cr_assert_str_eq(a->tls_cert_file, "/run/credentials/token");
+    cr_assert_str_eq(a->tls_key_file, "/run/credentials/crlf");
+    cr_assert_null(b->tls_ca_file, "no tls: the system's CAs");
+    cr_assert_null(b->tls_cert_file);
+    sl_config_free(cfg);
+}
+
+Test(tls, each_mistake_is_named)
+{
+    bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': {'ca_file': 'ca.pem'}}}}",
+        "tenants.a.tls.ca_file: must be an absolute path", NULL);
+    bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': {'ca_file': '/nope.pem'}}}}",
+        "tenants.a.tls.ca_file: cannot be read: No such file or directory", NULL);
+    bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': "
+        "{'cert_file': '/etc/sluice/ca.pem'}}}}",
+        "tenants.a.tls.key_file: is required with cert_file", NULL);
+    bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': {'verify': false}}}}",
+        "tenants.a.tls.verify: unknown key", NULL);
+    bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': 'yes'}}}",
+        "tenants.a.tls: must be an object, not a string", NULL);
 }

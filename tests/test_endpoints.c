@@ -16,7 +16,6 @@
 #include "delivery_checks.h"
 #include "loopback_endpoint.h"
 #include "redis_fixture.h"
-#include "known_bugs.h"
 #include "sink_process.h"
 
 static redis_fixture fx;
@@ -150,36 +149,21 @@ Test(endpoints, https_refuses_a_certificate_it_cannot_verify)
     strings_free(records, n);
 }
 
-/* Delivery over https:// to a certificate of a private CA the daemon is
- * told to trust, verified, every job exactly once.
- *
- * KNOWN TO FAIL: sluice has no way yet to trust a private CA. libcurl
- * reads no CA variable of the environment (CURL_CA_BUNDLE is its command
- * line tool's) and sets its built-in bundle, so OpenSSL's SSL_CERT_FILE is
- * not consulted either; SPEC §5 plans a per-tenant `tls.ca_file`. Skipped
- * unless SLUICE_TEST_KNOWN_BUGS is set; this test then tries the variables
- * a user would. */
+/* Delivery over https:// (libcurl) to a certificate of a private CA made at
+ * test time, which the tenant's "tls": {"ca_file"} trusts: verified, every
+ * job exactly once. */
 Test(endpoints, delivers_over_https_to_a_trusted_private_ca)
 {
-    if (!known_bugs_run())
-        cr_skip_test("no way to trust a private CA yet (tls.ca_file is planned; set "
-                     "SLUICE_TEST_KNOWN_BUGS=1 to run)");
     loopback_endpoint tls;
     start_tls_endpoint(&tls);
-    char ca[128];
-    snprintf(ca, sizeof ca, "%s/ca.pem", dir);
-    cr_assert_eq(setenv("SSL_CERT_FILE", ca, 1), 0);
-    cr_assert_eq(setenv("CURL_CA_BUNDLE", ca, 1), 0);
     const char *config = write_config(
         "{\"acme\": {\"endpoint\": \"https://127.0.0.1:%d/hook\", \"rate\": 50,"
-        " \"retry\": {\"max_attempts\": 1}}}",
-        tls.port);
+        " \"retry\": {\"max_attempts\": 1}, \"tls\": {\"ca_file\": \"%s/ca.pem\"}}}",
+        tls.port, dir);
     redis_fixture_push_jobs(&fx, "acme", "tls", 20);
     daemon_process d = daemon_env_run(dir, config, NULL);
     size_t got = wait_requests(&tls, 20, 10000);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
-    unsetenv("SSL_CERT_FILE");
-    unsetenv("CURL_CA_BUNDLE");
     loopback_endpoint_stop(&tls);
     cr_assert_eq(got, 20, "%zu of 20 delivered over https (%lld dead letters)", got,
                  redis_count(fx.conn, "LLEN sluice:{%s}:dlq", "acme"));

@@ -40,7 +40,8 @@ static const char *const top_keys[] = {"redis",   "prefix",  "workers", "admin",
 static const char *const tenant_keys[] = {
     "endpoint", "rate",       "capacity", "overflow",    "concurrency",   "timeout_ms",
     "retry",    "headers",    "format",   "allow_urls",  "max_wait_ms",   "limits",
-    "max_job_bytes", "idempotency_header", NULL};
+    "max_job_bytes", "idempotency_header", "tls", NULL};
+static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", NULL};
 static const char *const retry_keys[] = {"max_attempts", "base_ms", "max_ms", NULL};
 static const char *const limit_keys[] = {"name", "type", "on_deny", "capacity",
                                          "rate", "max",  "window_ms", NULL};
@@ -193,6 +194,54 @@ static void parse_retry(parse_ctx *c, const cJSON *tenant, const char *parent, s
         char p[SL_JPATH_LEN];
         sl_jpath_key(p, sizeof p, path, "max_ms");
         sl_jpath_fail(&c->r, p, "must be >= base_ms (%" PRId64 ")", r->base_ms);
+    }
+}
+
+/* A file of the tenant's "tls" at obj.key: an absolute path (the units run
+ * in another directory) that can be read now, so a typo fails check-config
+ * rather than every delivery. NULL if absent or wrong (reported). */
+static char *tls_file(parse_ctx *c, const cJSON *obj, const char *path, const char *key)
+{
+    const char *s = NULL;
+    if (sl_jpath_string(&c->r, obj, path, key, &s) != SL_JPATH_OK)
+        return NULL;
+    char p[SL_JPATH_LEN], err[256] = "";
+    sl_jpath_key(p, sizeof p, path, key);
+    if (s[0] != '/') {
+        sl_jpath_fail(&c->r, p, "must be an absolute path");
+        return NULL;
+    }
+    char *content = c->env && c->env->read_file_fn
+                        ? c->env->read_file_fn(c->env->ctx, s, err, sizeof err)
+                        : NULL;
+    if (!content) {
+        sl_jpath_fail(&c->r, p, "cannot be read: %s", err[0] ? err : "no file system");
+        return NULL;
+    }
+    free(content);
+    return dup_str(c, s);
+}
+
+/* "tls": whom to trust for the tenant's https:// endpoint (a private CA)
+ * and who sluice is to it (a client certificate). Certificate and host
+ * name are always verified. */
+static void parse_tls(parse_ctx *c, const cJSON *tenant, const char *parent, sl_tenant_config *t)
+{
+    char path[SL_JPATH_LEN];
+    sl_jpath_status st;
+    const cJSON *obj = sl_jpath_object(&c->r, tenant, parent, "tls", path, sizeof path, &st);
+    if (!obj)
+        return;
+    sl_jpath_check_unknown(&c->r, obj, path, tls_keys);
+    sl_jpath_check_duplicates(&c->r, obj, path);
+    t->tls_ca_file = tls_file(c, obj, path, "ca_file");
+    t->tls_cert_file = tls_file(c, obj, path, "cert_file");
+    t->tls_key_file = tls_file(c, obj, path, "key_file");
+    bool cert = sl_jpath_member(obj, "cert_file") != NULL, key = sl_jpath_member(obj, "key_file") != NULL;
+    if (cert != key) {
+        char p[SL_JPATH_LEN];
+        sl_jpath_key(p, sizeof p, path, cert ? "key_file" : "cert_file");
+        sl_jpath_fail(&c->r, p, "is required with %s", cert ? "cert_file" : "key_file");
     }
 }
 
@@ -486,6 +535,7 @@ static void parse_tenant(parse_ctx *c, const cJSON *obj, const char *path, sl_te
     sl_config_field_read(&c->r, obj, path, SL_FIELD_MAX_WAIT_MS, &t->max_wait_ms);
     parse_limits(c, obj, path, t);
     sl_config_field_read(&c->r, obj, path, SL_FIELD_MAX_JOB_BYTES, &t->max_job_bytes);
+    parse_tls(c, obj, path, t);
 }
 
 static void tenant_clear(sl_tenant_config *t)
@@ -507,6 +557,9 @@ static void tenant_clear(sl_tenant_config *t)
         free(t->limits[i].name);
     free(t->limits);
     free(t->idempotency_header);
+    free(t->tls_ca_file);
+    free(t->tls_cert_file);
+    free(t->tls_key_file);
     memset(t, 0, sizeof *t);
 }
 

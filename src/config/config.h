@@ -70,6 +70,9 @@ typedef struct sl_tenant_config {
     size_t limit_count;
     int64_t max_job_bytes;
     char *idempotency_header; /* an HTTP token */
+    char *tls_ca_file;     /* "tls": the CA bundle for https://, or NULL (the system's) */
+    char *tls_cert_file;   /* a client certificate (mutual TLS) and its key, or NULL */
+    char *tls_key_file;
 } sl_tenant_config;
 
 typedef struct sl_config {

@@ -369,6 +369,9 @@ static void send_job(tenant *t, job *j)
         .body = j->request.body,
         .body_len = j->request.body_len,
         .timeout_ms = t->config->timeout_ms,
+        .ca_file = t->config->tls_ca_file,
+        .cert_file = t->config->tls_cert_file,
+        .key_file = t->config->tls_key_file,
     };
     link_flying(t, j);
     if (!sl_http_send(t->env->http, &request, on_delivered, j)) {

@@ -42,6 +42,7 @@ struct sl_curl_client {
     transfer *active; /* in flight, so that free can cancel them */
     transfer *free_list;
     sl_close_later closer; /* the sockets libcurl closes (see close_later.h) */
+    const char *system_cainfo, *system_capath; /* libcurl's built-in trust, or NULL */
 };
 
 static void link_active(sl_curl_client *client, transfer *t)
@@ -230,6 +231,11 @@ sl_curl_client *sl_curl_client_new(struct event_base *base, char *err, size_t er
         return NULL;
     }
     client->base = base;
+    /* What a request without a tenant CA goes back to: the handles are
+     * reused, and a CA set for one tenant must not linger for the next. */
+    const curl_version_info_data *version = curl_version_info(CURLVERSION_NOW);
+    client->system_cainfo = version->cainfo;
+    client->system_capath = version->capath;
     client->multi = curl_multi_init();
     client->timer = evtimer_new(base, on_timeout, client);
     client->drain_soon = event_new(base, -1, 0, on_drain_soon, client);
@@ -365,6 +371,13 @@ bool sl_curl_send(sl_curl_client *client, const sl_http_request *request, sl_htt
     curl_easy_setopt(e, CURLOPT_URL, request->url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)request->timeout_ms);
+    /* A tenant's private CA is the only one trusted for it (the system's
+     * directory too would widen what "verified" means); certificate and
+     * host name are always verified. libcurl copies the strings. */
+    curl_easy_setopt(e, CURLOPT_CAINFO, request->ca_file ? request->ca_file : client->system_cainfo);
+    curl_easy_setopt(e, CURLOPT_CAPATH, request->ca_file ? NULL : client->system_capath);
+    curl_easy_setopt(e, CURLOPT_SSLCERT, request->cert_file);
+    curl_easy_setopt(e, CURLOPT_SSLKEY, request->key_file);
     /* A GET with a body sends it (as the job asked) like any other method. */
     bool head = strcmp(request->method, "HEAD") == 0;
     bool bodiless_get = strcmp(request->method, "GET") == 0 && request->body_len == 0;

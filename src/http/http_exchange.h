@@ -19,6 +19,11 @@ typedef struct sl_http_request {
     const char *body;        /* must live until the completion callback */
     size_t body_len;
     int64_t timeout_ms;
+    /* https:// only (the own http:// client ignores them). The strings need
+     * live only during the send call. */
+    const char *ca_file;   /* verify the endpoint with this CA bundle only; NULL: the system's */
+    const char *cert_file; /* a client certificate for mutual TLS, with key_file; or NULL */
+    const char *key_file;
 } sl_http_request;
 
 typedef struct sl_http_result {
