@@ -180,15 +180,23 @@ static int64_t queue_depth_of(const sl_tenant_metrics *m) { return sl_gauge_read
 static int64_t waiting_of(const sl_tenant_metrics *m) { return sl_gauge_read(&m->waiting); }
 static int64_t in_flight_of(const sl_tenant_metrics *m) { return sl_gauge_read(&m->in_flight); }
 
-/* The effective rate and pause of each tenant's last claim: shown once a
- * claim replied, even if it claimed nothing (a paused tenant). */
+/* Whether the rate and pause of t show: once a claim replied, for a
+ * tenant that has claimed a job or is paused (an idle tenant costs no
+ * series, a paused one should be seen). */
+static bool settings_shown(const sl_tenant_view *t)
+{
+    return sl_gauge_read(&t->metrics->rate_milli) > 0 &&
+           (shown(t) || sl_gauge_read(&t->metrics->paused) != 0);
+}
+
+/* The effective rate and pause of each tenant's last claim. */
 static void tenant_settings(render *r, const sl_process_view *v)
 {
     family(r, "sluice_tenant_rate", "gauge",
            "The tenant's effective rate at its last claim (jobs/s): file, override or adaptive.");
     for (size_t i = 0; i < v->tenant_count; i++) {
         int64_t milli = sl_gauge_read(&v->tenants[i].metrics->rate_milli);
-        if (milli <= 0)
+        if (!settings_shown(&v->tenants[i]))
             continue;
         emit_tenant(r, "sluice_tenant_rate", v->tenants[i].name);
         emit(r, "} %" PRId64 ".%03" PRId64 "\n", milli / 1000, milli % 1000);
@@ -197,7 +205,7 @@ static void tenant_settings(render *r, const sl_process_view *v)
            "1 while the tenant is paused fleet-wide (sluice tenant pause), else 0.");
     for (size_t i = 0; i < v->tenant_count; i++) {
         const sl_tenant_metrics *m = v->tenants[i].metrics;
-        if (sl_gauge_read(&m->rate_milli) <= 0)
+        if (!settings_shown(&v->tenants[i]))
             continue;
         emit_tenant(r, "sluice_tenant_paused", v->tenants[i].name);
         emit(r, "} %" PRId64 "\n", sl_gauge_read(&m->paused));
