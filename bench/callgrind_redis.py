@@ -111,8 +111,8 @@ def claim_args(sha, n):
 
 
 def claimed_jobs(reply):
-    """(id, lease) of each job of a claim reply (6 header fields, 6 per job)."""
-    return [(reply[i], reply[i + 2]) for i in range(6, len(reply), 6)]
+    """(id, lease) of each job of a claim reply (10 header fields, 6 per job)."""
+    return [(reply[i], reply[i + 2]) for i in range(10, len(reply), 6)]
 
 
 def ack_args(sha, jobs):

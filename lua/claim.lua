@@ -8,7 +8,8 @@ The algorithms are not written again here: the build splices in the model
 sections of lua/shaping.lua and the limit scripts (see tools/embed_lua.c).
 
 KEYS  1 queue (LIST)  2 shape (HASH)  3 inflight (ZSET)  4 jobs (HASH)
-      5 retry (ZSET)  6 dlq (LIST)    7.. one key per limit, in ARGV order
+      5 retry (ZSET)  6 dlq (LIST)    7.. one key per limit, in ARGV order,
+      then the settings (HASH; optional: without it the file's values hold)
 ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
       4 max_wait_us (0: none)  5 lookahead_us  6 batch (most jobs to claim)
       7 lease_us (inflight deadline = slot + lease_us)  8 id_prefix (random,
@@ -17,8 +18,12 @@ ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
       dead-lettered `too_large`)  13 now_us (0: Redis TIME; tests pass one)
       14 limit count, then 5 per limit: name, type, first, second, on_deny
       (first, second as the limit's script takes them; rates in milli-jobs/s)
+      after the limits (optional): concurrency, adaptive_min_milli,
+      adaptive_max_milli (0: the tenant is not adaptive), all from the file
 Reply {now_us, next_us, queue_len, reaped, dead_lettered,
        {reason, count, ...} (the dead letters by reason, in order of first use),
+       rate_milli, rate_source, concurrency, paused_until_ms (the effective
+       values, see Settings below),
        then 6 per claimed job: id, slot_us, lease, attempts, first_seen_us, job}
       next_us: when to claim again (<= now: at once; 0: the tenant is idle),
       decided in one place: claim_again_at, at the end of this file.
@@ -28,6 +33,17 @@ Reply {now_us, next_us, queue_len, reaped, dead_lettered,
       refill_us is the time a claim has to come back before the slot.
       A reply holds at most REPLY_MAX_BYTES of jobs (or one larger job):
       the rest waits for the next claim, at once.
+
+Settings: the settings hash (SPEC section 9) is read once per claim (one
+HMGET), so every daemon of a fleet obeys a change from its next claim.
+The effective rate is the hash's `rate` if set, else its `adaptive_rate`
+when the tenant is adaptive (clamped to the file's bounds), else the
+file's (ARGV 2); the reply names which: "override", "adaptive" or "file".
+`capacity` and `concurrency` override the file's likewise. While
+`paused_until` (unix ms) lies ahead the claim takes nothing, reaps
+nothing, and answers next_us = paused_until (the worker polls sooner, to
+see a resume). A field that is not a positive integer is ignored: the
+file's value holds. src/admission/settings.c is the C model.
 
 Oversize jobs: a job over max_job_bytes is dead-lettered `too_large`,
 whole, when it comes up; it never enters `jobs`, a reply or the worker.
@@ -103,14 +119,19 @@ local REPLY_MAX_BYTES = 4 * 1024 * 1024 -- the jobs of one reply, unless one job
 local SEEN_MAX = 32 -- checkpoints kept in the shape hash's `seen`
 local BATCH_ARGS = 4000 -- arguments per variadic call: even (pairs), far below Lua's unpack limit
 
+local limit_count = tonumber(ARGV[14])
 local limits = {}
-for i = 1, tonumber(ARGV[14]) do
+for i = 1, limit_count do
   local at = 14 + (i - 1) * 5
   local algorithm = ALGORITHMS[ARGV[at + 2]]
   if not algorithm then return redis.error_reply('ERR claim: unknown limit type ' .. tostring(ARGV[at + 2])) end
   limits[i] = {key = KEYS[6 + i], name = ARGV[at + 1], algorithm = algorithm,
     first = tonumber(ARGV[at + 3]), second = tonumber(ARGV[at + 4]), delay = ARGV[at + 5] ~= 'dead-letter'}
 end
+local K_SETTINGS = KEYS[7 + limit_count]
+local settings_at = 15 + limit_count * 5
+local concurrency = tonumber(ARGV[settings_at]) or 0
+local adaptive_min, adaptive_max = tonumber(ARGV[settings_at + 1]) or 0, tonumber(ARGV[settings_at + 2]) or 0
 
 local now = tonumber(ARGV[13])
 if now <= 0 then
@@ -118,6 +139,36 @@ if now <= 0 then
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 local function fmt(n) return string.format('%d', n) end
+
+-- ---- The fleet's settings (see the header): one HMGET per claim ----
+
+-- A settings field as a positive integer, or nil (absent or not one:
+-- decimal digits only, at most 15 (exact in a Lua number), as
+-- sl_settings_field reads it).
+local function settings_positive(text)
+  if not text or #text > 15 or not string.match(text, '^%d+$') then return nil end
+  local n = tonumber(text)
+  if n >= 1 then return n end
+  return nil
+end
+
+local rate_source, paused_until = 'file', 0
+if K_SETTINGS then
+  local s = redis.call('HMGET', K_SETTINGS, 'rate', 'capacity', 'concurrency', 'paused_until', 'adaptive_rate')
+  local rate, adaptive = settings_positive(s[1]), settings_positive(s[5])
+  if rate then
+    rate_milli, rate_source = rate, 'override'
+  elseif adaptive and adaptive_max > 0 then
+    rate_milli, rate_source = math.max(adaptive_min, math.min(adaptive, adaptive_max)), 'adaptive'
+  end
+  capacity = settings_positive(s[2]) or capacity
+  concurrency = settings_positive(s[3]) or concurrency
+  paused_until = settings_positive(s[4]) or 0
+end
+if paused_until * 1000 > now then -- paused: nothing is claimed, nothing changes
+  return {now, paused_until * 1000, redis.call('LLEN', K_QUEUE), 0, 0, {}, rate_milli, rate_source,
+    concurrency, paused_until}
+end
 
 -- `command key args...` in calls of at most BATCH_ARGS arguments (none
 -- when args is empty); the replies of the calls that return arrays,
@@ -267,7 +318,8 @@ local shape_changed = false
 local schedule_capacity = overflow_dead_letter and capacity or 9000000
 for _, limit in ipairs(limits) do limit.state = limit.algorithm.load(limit.key) end
 -- The reply: its header, written last, then 6 fields per claimed job.
-local reply = {0, 0, 0, 0, 0, 0}
+local REPLY_HEADER = 10
+local reply = {0, 0, 0, 0, 0, 0, rate_milli, rate_source, concurrency, 0}
 local claimed = 0 -- jobs in the reply
 local horizon = now + lookahead_us
 local bytes = 0 -- of the candidates judged: the reply's byte bound counts them
@@ -474,7 +526,7 @@ local function commit(c, verdict)
   local lease = verdict.slot + lease_us
   inflight_added[#inflight_added + 1] = fmt(lease)
   inflight_added[#inflight_added + 1] = id
-  local at = 6 + 6 * claimed
+  local at = REPLY_HEADER + 6 * claimed
   reply[at + 1], reply[at + 2], reply[at + 3] = id, verdict.slot, lease
   reply[at + 4], reply[at + 5], reply[at + 6] = c.attempts, c.first_seen, c.job
   claimed = claimed + 1

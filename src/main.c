@@ -30,6 +30,8 @@ static const char usage_text[] =
     "  stats [TENANT]       queued, scheduled, in flight, retrying, dead, rate, delay\n"
     "  dlq list|replay|purge TENANT\n"
     "                       show, requeue or delete dead-lettered jobs\n"
+    "  tenant show|set|unset|pause|resume TENANT\n"
+    "                       the fleet's live settings of TENANT (rate, pause, ...)\n"
     "  script [NAME]        print the embedded Lua script NAME (no NAME: list them)\n"
     "  version              print the version\n"
     "  help                 print this help\n"
@@ -274,6 +276,8 @@ int main(int argc, char **argv)
         return sl_cli_stats(sub_argc, sub_argv);
     if (strcmp(command, "dlq") == 0)
         return sl_cli_dlq(sub_argc, sub_argv);
+    if (strcmp(command, "tenant") == 0)
+        return sl_cli_tenant(sub_argc, sub_argv);
     if (strcmp(command, "version") == 0)
         return cmd_version(sub_argc, sub_argv);
     if (strcmp(command, "script") == 0)

@@ -937,3 +937,156 @@ Test(claim, max_wait_checkpoints_are_capped_and_only_ever_later)
     cr_assert_eq(stored_checkpoints(), 0);
     cr_assert_neq(count("PTTL %s", keys.shape), -1, "the schedule expires again by itself");
 }
+
+/* ---- the fleet's settings (issue 16, lua/claim.lua "Settings") ---- */
+
+static void settings_set(const char *field, const char *value)
+{
+    freeReplyObject(redisCommand(fx.conn, "HSET %s %s %s", keys.settings, field, value));
+}
+
+static void settings_unset(const char *field)
+{
+    freeReplyObject(redisCommand(fx.conn, "HDEL %s %s", keys.settings, field));
+}
+
+Test(claim, a_rate_override_changes_the_schedule_from_the_next_claim_and_unset_returns_to_the_file)
+{
+    for (int i = 0; i < 30; i++)
+        push("{}");
+    int64_t t0 = redis_now();
+    sl_claim_params p = params(10000, 500000, 5); /* 10/s: slots 100 ms apart */
+    claimed *c = claim_at(&p, t0);
+    cr_assert_eq(c->result.job_count, 5);
+    cr_assert_eq(c->slot[1] - c->slot[0], 100000);
+    cr_assert_eq(c->result.rate_milli, 10000);
+    cr_assert_eq(c->result.rate_source, SL_RATE_FILE);
+    free(c);
+
+    settings_set("rate", "20000"); /* 20/s */
+    c = claim_at(&p, t0 + 500000);
+    cr_assert_eq(c->result.rate_source, SL_RATE_OVERRIDE);
+    cr_assert_eq(c->result.rate_milli, 20000);
+    cr_assert_geq(c->result.job_count, 2);
+    cr_assert_eq(c->slot[1] - c->slot[0], 50000, "the override spaces slots 1/20 s apart");
+    free(c);
+
+    /* A reload with another file rate does not erase the override: it
+     * lives in Redis, and every claim reads it. */
+    sl_claim_params reloaded = params(2000, 500000, 5);
+    c = claim_at(&reloaded, t0 + SEC);
+    cr_assert_eq(c->result.rate_source, SL_RATE_OVERRIDE);
+    cr_assert_eq(c->result.rate_milli, 20000);
+    free(c);
+
+    settings_unset("rate");
+    c = claim_at(&p, t0 + 3 * SEC);
+    cr_assert_eq(c->result.rate_source, SL_RATE_FILE);
+    cr_assert_eq(c->result.rate_milli, 10000);
+    cr_assert_geq(c->result.job_count, 2);
+    cr_assert_eq(c->slot[1] - c->slot[0], 100000, "back to the file's 10/s");
+    free(c);
+}
+
+Test(claim, a_pause_claims_nothing_until_paused_until)
+{
+    for (int i = 0; i < 3; i++)
+        push("{}");
+    int64_t t0 = redis_now();
+    int64_t until_ms = t0 / 1000 + 5000;
+    char until[32];
+    snprintf(until, sizeof until, "%" PRId64, until_ms);
+    settings_set("paused_until", until);
+    sl_claim_params p = params(10000, 500000, 10);
+    claimed *c = claim_at(&p, t0);
+    cr_assert_eq(c->result.job_count, 0, "paused: nothing claimed");
+    cr_assert_eq(c->result.next_us, until_ms * 1000, "claim again when the pause ends");
+    cr_assert_eq(c->result.paused_until_ms, until_ms);
+    cr_assert_eq(c->result.queue_len, 3);
+    cr_assert_eq(count("LLEN %s", keys.queue), 3, "the queue is untouched");
+    free(c);
+
+    c = claim_at(&p, until_ms * 1000 - 1);
+    cr_assert_eq(c->result.job_count, 0, "still paused a microsecond before its end");
+    free(c);
+    c = claim_at(&p, until_ms * 1000);
+    cr_assert_eq(c->result.job_count, 3, "claims again once the pause ended");
+    cr_assert_eq(c->result.paused_until_ms, 0);
+    free(c);
+}
+
+Test(claim, capacity_and_concurrency_overrides_beat_the_file)
+{
+    for (int i = 0; i < 10; i++)
+        push("{}");
+    sl_claim_params p = params(1000, 100000, 100);
+    p.overflow_dead_letter = true;
+    p.capacity = 1000;
+    p.concurrency = 16;
+    settings_set("capacity", "4");
+    settings_set("concurrency", "3");
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.concurrency, 3);
+    cr_assert_eq(c->result.dead_lettered, 6, "the overridden capacity of 4 drops the rest");
+    free(c);
+    settings_unset("concurrency");
+    settings_set("capacity", "not a number"); /* ignored: the file's value holds */
+    c = claim(&p);
+    cr_assert_eq(c->result.concurrency, 16);
+    cr_assert_eq(c->result.dead_lettered, 0);
+    free(c);
+}
+
+Test(claim, the_adaptive_rate_counts_only_for_an_adaptive_tenant_within_its_bounds)
+{
+    push("{}");
+    settings_set("adaptive_rate", "500000");
+    sl_claim_params p = params(10000, 100000, 10);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.rate_source, SL_RATE_FILE, "not adaptive: the file's rate");
+    free(c);
+    p.adaptive_min_milli = 5000;
+    p.adaptive_max_milli = 200000;
+    c = claim(&p);
+    cr_assert_eq(c->result.rate_source, SL_RATE_ADAPTIVE);
+    cr_assert_eq(c->result.rate_milli, 200000, "clamped to max");
+    free(c);
+    settings_set("rate", "7000");
+    c = claim(&p);
+    cr_assert_eq(c->result.rate_source, SL_RATE_OVERRIDE, "an override beats the adaptive rate");
+    cr_assert_eq(c->result.rate_milli, 7000);
+    free(c);
+}
+
+Test(claim, the_script_and_its_c_model_agree_on_the_effective_settings)
+{
+    const char *fields[] = {"", "0", "12", "abc", "1e3", "-5", "9999999999999999"};
+    sl_claim_params p = params(10000, 100000, 10);
+    p.concurrency = 16;
+    p.adaptive_min_milli = 5000;
+    p.adaptive_max_milli = 200000;
+    sl_settings_file file = {10000, 1000, 16, 5000, 200000};
+    for (size_t r = 0; r < 7; r++)
+        for (size_t a = 0; a < 7; a++) {
+            freeReplyObject(redisCommand(fx.conn, "DEL %s", keys.settings));
+            if (*fields[r])
+                settings_set("rate", fields[r]);
+            if (*fields[a])
+                settings_set("adaptive_rate", fields[a]);
+            settings_set("concurrency", fields[(r + a) % 7][0] ? fields[(r + a) % 7] : "x");
+            sl_settings s = {
+                .rate_milli = sl_settings_field(fields[r]),
+                .adaptive_rate_milli = sl_settings_field(fields[a]),
+                .concurrency = sl_settings_field(fields[(r + a) % 7]),
+            };
+            sl_settings_effective e = sl_settings_apply(&s, &file, 0);
+            claimed *c = claim(&p);
+            cr_assert_eq(c->result.rate_milli, e.rate_milli, "rate %s adaptive %s", fields[r],
+                         fields[a]);
+            cr_assert_eq(c->result.rate_source, e.rate_source, "rate %s adaptive %s", fields[r],
+                         fields[a]);
+            cr_assert_eq(c->result.concurrency, e.concurrency, "concurrency %s",
+                         fields[(r + a) % 7]);
+            free(c);
+        }
+}

@@ -902,3 +902,205 @@ Test(operate, push_dead_letter_list_replay_deliver)
         cr_expect_eq(seen[k], op_refused(k) ? 2 : 0, "op-%d: %d requests", k, seen[k]);
     sink_requests_free(reqs, n);
 }
+
+/* ---- sluice tenant (issue 16 item 2) ---- */
+
+/* The settings hash's field of acme, as a number; -1 if absent. */
+static long long setting(const char *field)
+{
+    redisReply *r = cmd("HGET sluice:{acme}:settings %s", field);
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* The newest event of acme, parsed (caller deletes). */
+static cJSON *newest_event(void)
+{
+    redisReply *r = cmd("LINDEX sluice:{acme}:events 0");
+    cr_assert_eq(r->type, REDIS_REPLY_STRING, "no event");
+    cJSON *e = cJSON_Parse(r->str);
+    freeReplyObject(r);
+    cr_assert_not_null(e);
+    return e;
+}
+
+static const char *str_of(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    cr_assert(cJSON_IsString(v), "%s is not a string", key);
+    return v->valuestring;
+}
+
+Test(cli, tenant_set_unset_round_trip_with_events)
+{
+    int code = RUN(NULL, "tenant", "set", "acme", "rate=20", "concurrency=8", "capacity=1000",
+                   "--redis", url, "--by", "alice");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_expect_eq(setting("rate"), 20000, "rates are stored in milli-jobs/s");
+    cr_expect_eq(setting("concurrency"), 8);
+    cr_expect_eq(setting("capacity"), 1000);
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:events"), 3, "one event per field");
+    cJSON *e = newest_event();
+    cr_expect_str_eq(str_of(e, "what"), "set");
+    cr_expect_str_eq(str_of(e, "by"), "alice");
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(e, "old")));
+    cr_expect(num(e, "at_ms") > 1.7e12);
+    cJSON_Delete(e);
+
+    code = RUN(NULL, "tenant", "set", "acme", "rate=0.5", "--redis", url);
+    cr_assert_eq(code, 0, "%s", out);
+    e = newest_event();
+    cr_expect_str_eq(str_of(e, "field"), "rate");
+    cr_expect_eq(num(e, "old"), 20000);
+    cr_expect_eq(num(e, "new"), 500);
+    cr_expect(strchr(str_of(e, "by"), '@'), "by defaults to user@host: %s", str_of(e, "by"));
+    cJSON_Delete(e);
+
+    code = RUN(NULL, "tenant", "unset", "acme", "rate", "--redis", url, "--by", "bob");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_expect_eq(setting("rate"), -1);
+    cr_expect_eq(setting("concurrency"), 8, "unset touches only its field");
+    e = newest_event();
+    cr_expect_str_eq(str_of(e, "what"), "unset");
+    cr_expect(cJSON_IsNull(cJSON_GetObjectItem(e, "new")));
+    cJSON_Delete(e);
+}
+
+Test(cli, tenant_set_validates_like_the_config)
+{
+    struct {
+        const char *arg, *message;
+    } bad[] = {
+        {"rate=0", "rate: must be > 0"},
+        {"rate=fast", "rate: must be a number (jobs per second), not a string"},
+        {"rate=0.0001", "rate: must be a multiple of 0.001"},
+        {"rate=2000000", "rate: must be at most"},
+        {"capacity=0", "capacity: must be an integer between 1 and"},
+        {"concurrency=10001", "concurrency: must be an integer between 1 and 10000"},
+        {"concurrency=2.5", "concurrency: must be an integer"},
+        {"speed=3", "unknown field 'speed'"},
+        {"rate", "expects FIELD=VALUE"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int code = RUN(NULL, "tenant", "set", "acme", bad[i].arg, "--redis", url);
+        cr_expect_eq(code, 2, "%s: %s", bad[i].arg, out);
+        cr_expect(strstr(out, bad[i].message), "%s: %s", bad[i].arg, out);
+    }
+    /* The config file says the same of the same value. */
+    write_config("{\"acme\": {\"endpoint\": \"http://127.0.0.1:9/\", \"rate\": 10, "
+                 "\"concurrency\": 10001}}");
+    RUN(NULL, "check-config", config_path);
+    cr_expect(strstr(out, "concurrency: must be an integer between 1 and 10000"), "%s", out);
+    cr_expect_eq(cmd_int("EXISTS sluice:{acme}:settings"), 0, "nothing written");
+    cr_expect_eq(RUN(NULL, "tenant", "set", "acme", "--redis", url), 2, "%s", out);
+    cr_expect_eq(RUN(NULL, "tenant", "set", "acme", "rate=1", "rate=2", "--redis", url), 2);
+    cr_expect_eq(RUN(NULL, "tenant", "frobnicate", "acme", "--redis", url), 2);
+    cr_expect_eq(RUN(NULL, "tenant", "show", "bad name", "--redis", url), 2);
+    cr_expect_eq(RUN(NULL, "tenant", "show", "acme", "--for", "1m", "--redis", url), 2);
+    cr_expect_eq(RUN(NULL, "tenant", "set", "acme", "rate=1", "--redis", "redis://127.0.0.1:1"),
+                 1, "%s", out);
+    for (size_t i = 0; i < 5; i++) {
+        const char *actions[] = {"show", "set", "unset", "pause", "resume"};
+        cr_expect_eq(RUN(NULL, "tenant", actions[i], "--help"), 0);
+        cr_expect(strstr(out, "Usage: sluice tenant"), "%s", out);
+    }
+}
+
+Test(cli, tenant_pause_for_and_resume)
+{
+    long long before = redis_now_us() / 1000;
+    int code = RUN(NULL, "tenant", "pause", "acme", "--for", "10m", "--redis", url);
+    cr_assert_eq(code, 0, "%s", out);
+    long long until = setting("paused_until");
+    cr_expect(until >= before + 600000 && until <= before + 600000 + 5000, "until %lld", until);
+    cJSON *e = newest_event();
+    cr_expect_str_eq(str_of(e, "what"), "pause");
+    cr_expect_eq(num(e, "new"), (double)until);
+    cJSON_Delete(e);
+
+    cr_assert_eq(RUN(NULL, "tenant", "pause", "acme", "--for", "90s", "--redis", url), 0);
+    cr_expect_leq(setting("paused_until"), before + 95000);
+    cr_assert_eq(RUN(NULL, "tenant", "pause", "acme", "--for", "2h", "--redis", url), 0);
+    cr_expect_geq(setting("paused_until"), before + 7200000);
+    cr_assert_eq(RUN(NULL, "tenant", "pause", "acme", "--redis", url), 0);
+    cr_expect_gt(setting("paused_until"), before + 100LL * 365 * 86400000, "until resumed");
+    cr_expect(strstr(out, "until resumed"), "%s", out);
+    cr_expect_eq(RUN(NULL, "tenant", "pause", "acme", "--for", "10", "--redis", url), 2);
+    cr_expect_eq(RUN(NULL, "tenant", "pause", "acme", "--for", "0m", "--redis", url), 2);
+
+    cr_assert_eq(RUN(NULL, "tenant", "resume", "acme", "--redis", url), 0, "%s", out);
+    cr_expect_eq(setting("paused_until"), -1);
+    e = newest_event();
+    cr_expect_str_eq(str_of(e, "what"), "resume");
+    cJSON_Delete(e);
+}
+
+Test(cli, tenant_show_names_each_source_and_the_last_events)
+{
+    write_config("{\"acme\": {\"endpoint\": \"http://127.0.0.1:9/\", \"rate\": 10, "
+                 "\"concurrency\": 4}}");
+    cr_assert_eq(RUN(NULL, "tenant", "show", "acme", "-c", config_path, "--json"), 0, "%s", out);
+    cJSON *root = cJSON_Parse(out);
+    cr_assert_not_null(root, "%s", out);
+    const cJSON *rate = cJSON_GetObjectItem(root, "rate");
+    cr_expect_eq(num(rate, "effective"), 10);
+    cr_expect_str_eq(str_of(rate, "source"), "file");
+    cr_expect_eq(num(cJSON_GetObjectItem(root, "concurrency"), "effective"), 4);
+    cJSON_Delete(root);
+
+    for (int i = 0; i < 12; i++) {
+        char arg[32];
+        snprintf(arg, sizeof arg, "capacity=%d", 100 + i);
+        cr_assert_eq(RUN(NULL, "tenant", "set", "acme", arg, "--redis", url), 0, "%s", out);
+    }
+    cr_assert_eq(RUN(NULL, "tenant", "set", "acme", "rate=20", "--redis", url), 0);
+    cr_assert_eq(RUN(NULL, "tenant", "pause", "acme", "--for", "1h", "--redis", url), 0);
+    cr_assert_eq(RUN(NULL, "tenant", "show", "acme", "-c", config_path, "--json"), 0, "%s", out);
+    root = cJSON_Parse(out);
+    cr_assert_not_null(root, "%s", out);
+    rate = cJSON_GetObjectItem(root, "rate");
+    cr_expect_eq(num(rate, "effective"), 20);
+    cr_expect_eq(num(rate, "file"), 10);
+    cr_expect_str_eq(str_of(rate, "source"), "override");
+    const cJSON *capacity = cJSON_GetObjectItem(root, "capacity");
+    cr_expect_eq(num(capacity, "effective"), 111);
+    cr_expect_str_eq(str_of(capacity, "source"), "override");
+    cr_expect_str_eq(str_of(cJSON_GetObjectItem(root, "concurrency"), "source"), "file");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(root, "paused")), "%s", out);
+    const cJSON *events = cJSON_GetObjectItem(root, "events");
+    cr_expect_eq(cJSON_GetArraySize(events), 10, "the last 10 events");
+    cr_expect_str_eq(str_of(cJSON_GetArrayItem(events, 0), "what"), "pause", "newest first");
+    cJSON_Delete(root);
+
+    cr_assert_eq(RUN(NULL, "tenant", "show", "acme", "-c", config_path), 0, "%s", out);
+    cr_expect(strstr(out, "override") && strstr(out, "paused") && strstr(out, "EVENTS"), "%s", out);
+    /* Without the file its values are unknown; overrides still show. */
+    cr_assert_eq(RUN(NULL, "tenant", "show", "acme", "--redis", url), 0, "%s", out);
+    const char *line = strstr(out, "\nconcurrency ");
+    cr_assert_not_null(line, "%s", out);
+    cr_expect(strncmp(line + 1, "concurrency   -", 15) == 0, "%s", out);
+
+    /* stats shows the effective rate and where it comes from. */
+    cr_assert_eq(RUN(NULL, "tenant", "resume", "acme", "--redis", url), 0);
+    cr_assert_eq(RUN(NULL, "stats", "acme", "-c", config_path, "--json"), 0, "%s", out);
+    root = cJSON_Parse(out);
+    const cJSON *t = find_tenant(root, "acme");
+    cr_assert_not_null(t, "%s", out);
+    cr_expect_eq(num(t, "rate"), 20);
+    cr_expect_str_eq(str_of(t, "rate_source"), "override");
+    cJSON_Delete(root);
+    cr_assert_eq(RUN(NULL, "tenant", "unset", "acme", "rate", "--redis", url), 0);
+    cr_assert_eq(RUN(NULL, "stats", "acme", "-c", config_path), 0, "%s", out);
+    table_row r = table_line("acme");
+    cr_expect_str_eq(r.rate, "10");
+    cr_expect(strstr(out, " file    \n"), "%s", out);
+}
+
+Test(cli, tenant_events_are_capped_at_100)
+{
+    for (int i = 0; i < 105; i++)
+        freeReplyObject(cmd("LPUSH sluice:{acme}:events {}"));
+    cr_assert_eq(RUN(NULL, "tenant", "set", "acme", "rate=3", "--redis", url), 0, "%s", out);
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:events"), 100);
+}

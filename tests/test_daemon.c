@@ -4,6 +4,7 @@
  * Tests run one at a time (--jobs=1) so that timing is not disturbed by
  * another test on this 2-core machine. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -823,4 +824,110 @@ Test(daemon, connections_closed_by_the_endpoint_are_replaced_at_once)
     if (timing_counts())
         cr_assert_lt(seconds, 3.5, "%.2f s: a request waited for its timeout", seconds);
     cr_assert_eq(count_delivered(), 60, "3 attempts each");
+}
+
+/* ---- the fleet's settings in Redis (issue 16) ---- */
+
+/* Runs `sluice ARGS...` (NULL-terminated) with its output discarded;
+ * returns its exit code. */
+static int run_sluice(const char *const *args)
+{
+    const char *bin = getenv("SLUICE_BIN");
+    cr_assert_not_null(bin, "SLUICE_BIN is not set");
+    char *argv[16];
+    size_t argc = 0;
+    argv[argc++] = strdup(bin);
+    for (; args[argc - 1] && argc < 15; argc++)
+        argv[argc] = strdup(args[argc - 1]);
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    for (size_t i = 0; i < argc; i++)
+        free(argv[i]);
+    int status;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+#define SLUICE(...) run_sluice((const char *const[]){__VA_ARGS__, NULL})
+
+/* Requests the sink logged with arrival in [from_us, to_us). */
+static size_t delivered_between(int64_t from_us, int64_t to_us)
+{
+    sink_request *reqs = NULL;
+    size_t n = sink_read_log(&sink, &reqs), in = 0;
+    for (size_t i = 0; i < n; i++)
+        in += reqs[i].arrival_us >= from_us && reqs[i].arrival_us < to_us;
+    sink_requests_free(reqs, n);
+    return in;
+}
+
+static void sleep_until(int64_t at_us)
+{
+    int64_t left = at_us - wall_us();
+    if (left > 0)
+        usleep((useconds_t)left);
+}
+
+Test(daemon, two_daemons_follow_one_rate_set_in_redis_and_a_pause_stops_both, .timeout = 120)
+{
+    /* Two files that disagree: 10/s and 25/s. */
+    char second[160];
+    const char *first = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10}}", sink.port);
+    snprintf(second, sizeof second, "%s/second.json", dir);
+    FILE *f = fopen(second, "w");
+    cr_assert_not_null(f);
+    fprintf(f,
+            "{\"redis\": \"redis://127.0.0.1:%d/0\", \"workers\": 2, \"admin\": null,\n"
+            " \"grace_ms\": 5000, \"tenants\": {\"acme\": {\"endpoint\": "
+            "\"http://127.0.0.1:%d/hook\", \"rate\": 25}}}\n",
+            fx.server.port, sink.port);
+    fclose(f);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", fx.server.port);
+    redis_fixture_push_jobs(&fx, "acme", "s", 1500);
+    daemon_process d[2] = {start_daemon(first), start_daemon(second)};
+
+    /* Before: each claims at its own file's rate; their schedules interleave. */
+    int64_t t0 = wall_us();
+    sleep_until(t0 + 3000000);
+    double before = (double)delivered_between(t0 + 1000000, t0 + 3000000) / 2.0;
+
+    /* One rate for both, from their next claims. */
+    int64_t set_at = wall_us();
+    cr_assert_eq(SLUICE("tenant", "set", "acme", "rate=60", "--redis", url, "--by", "test"), 0);
+    int64_t from = set_at + 250000, to = from + 3000000;
+    sleep_until(to + 100000);
+    double after = (double)delivered_between(from, to) / 3.0;
+    cr_log_info("files at 10/s and 25/s: %.1f/s; after `tenant set rate=60`: %.1f/s (from 250 ms "
+                "after the set)", before, after);
+    cr_expect_lt(before, 40, "before the override the daemons are not at 60/s: %.1f/s", before);
+    if (timing_counts())
+        cr_expect_lt(fabs(after - 60) / 60, 0.1, "both follow the one rate: %.1f/s", after);
+    else
+        cr_expect_gt(after, before, "the override raised the rate: %.1f/s", after);
+
+    /* A pause stops both: nothing departs once what was claimed left
+     * (the lookahead, <= 250 ms; a margin for a loaded machine). */
+    int64_t pause_at = wall_us();
+    cr_assert_eq(SLUICE("tenant", "pause", "acme", "--redis", url), 0);
+    sleep_until(pause_at + 2500000);
+    size_t during = delivered_between(pause_at + 500000, pause_at + 2500000);
+    cr_log_info("paused: %zu deliveries from 0.5 s to 2.5 s after the pause", during);
+    cr_expect_eq(during, 0, "%zu jobs left while paused", during);
+    int64_t resume_at = wall_us();
+    cr_assert_eq(SLUICE("tenant", "resume", "acme", "--redis", url), 0);
+    sleep_until(resume_at + 1500000);
+    size_t resumed = delivered_between(resume_at, resume_at + 1500000);
+    cr_expect_gt(resumed, 20, "a resume restarts both: %zu in 1.5 s", resumed);
+
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(daemon_stop(&d[i], SIGTERM, 10000), 0);
 }

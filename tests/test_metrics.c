@@ -148,3 +148,30 @@ Test(metrics, idle_tenants_show_no_series_and_labels_are_escaped)
     sl_tenant_metrics_clear(&idle);
     sl_tenant_metrics_clear(&busy);
 }
+
+Test(metrics, the_effective_rate_and_the_pause_of_the_last_claim)
+{
+    sl_tenant_metrics busy, paused, idle;
+    sl_tenant_metrics_init(&busy);
+    sl_tenant_metrics_init(&paused);
+    sl_tenant_metrics_init(&idle);
+    atomic_store(&busy.active, true);
+    sl_gauge_set(&busy.rate_milli, 20500);
+    sl_gauge_set(&paused.rate_milli, 10000);
+    sl_gauge_set(&paused.paused, 1);
+    sl_gauge_set(&idle.rate_milli, 10000);
+    sl_tenant_view tenants[] = {{"busy", &busy}, {"paused", &paused}, {"idle", &idle}};
+    sl_process_view view = {.version = "x", .tenants = tenants, .tenant_count = 3};
+    char *text = render(&view);
+    assert_line(text, "# TYPE sluice_tenant_rate gauge");
+    assert_line(text, "# TYPE sluice_tenant_paused gauge");
+    assert_line(text, "sluice_tenant_rate{tenant=\"busy\"} 20.500");
+    assert_line(text, "sluice_tenant_paused{tenant=\"busy\"} 0");
+    assert_line(text, "sluice_tenant_rate{tenant=\"paused\"} 10.000");
+    assert_line(text, "sluice_tenant_paused{tenant=\"paused\"} 1");
+    cr_assert_null(strstr(text, "tenant=\"idle\""), "an idle tenant costs no series");
+    free(text);
+    sl_tenant_metrics_clear(&busy);
+    sl_tenant_metrics_clear(&paused);
+    sl_tenant_metrics_clear(&idle);
+}

@@ -17,9 +17,9 @@ class CallgrindRedis(unittest.TestCase):
             self.assertEqual(G.embedded_scripts(d), {"claim": b"re\nd", "ack": b"a"})
 
     def test_claimed_jobs_take_id_and_lease_of_each_six_fields(self):
-        reply = [1, 2, 3, 4, 5, []] + [b"id0", 10, 110, 0, 7, b"{}"] + [b"id1", 11, 111, 2, 7, b"[]"]
+        reply = [1, 2, 3, 4, 5, [], 10000, b"file", 16, 0] + [b"id0", 10, 110, 0, 7, b"{}"] + [b"id1", 11, 111, 2, 7, b"[]"]
         self.assertEqual(G.claimed_jobs(reply), [(b"id0", 110), (b"id1", 111)])
-        self.assertEqual(G.claimed_jobs([1, 2, 3, 4, 5, []]), [])
+        self.assertEqual(G.claimed_jobs([1, 2, 3, 4, 5, [], 10000, b"file", 16, 0]), [])
 
     def test_ack_args_are_done_ops_after_the_five_keys(self):
         args = G.ack_args("sha", [(b"a", 1), (b"b", 2)])

@@ -180,6 +180,38 @@ static int64_t queue_depth_of(const sl_tenant_metrics *m) { return sl_gauge_read
 static int64_t waiting_of(const sl_tenant_metrics *m) { return sl_gauge_read(&m->waiting); }
 static int64_t in_flight_of(const sl_tenant_metrics *m) { return sl_gauge_read(&m->in_flight); }
 
+/* Whether the rate and pause of t show: once a claim replied, for a
+ * tenant that has claimed a job or is paused (an idle tenant costs no
+ * series, a paused one should be seen). */
+static bool settings_shown(const sl_tenant_view *t)
+{
+    return sl_gauge_read(&t->metrics->rate_milli) > 0 &&
+           (shown(t) || sl_gauge_read(&t->metrics->paused) != 0);
+}
+
+/* The effective rate and pause of each tenant's last claim. */
+static void tenant_settings(render *r, const sl_process_view *v)
+{
+    family(r, "sluice_tenant_rate", "gauge",
+           "The tenant's effective rate at its last claim (jobs/s): file, override or adaptive.");
+    for (size_t i = 0; i < v->tenant_count; i++) {
+        int64_t milli = sl_gauge_read(&v->tenants[i].metrics->rate_milli);
+        if (!settings_shown(&v->tenants[i]))
+            continue;
+        emit_tenant(r, "sluice_tenant_rate", v->tenants[i].name);
+        emit(r, "} %" PRId64 ".%03" PRId64 "\n", milli / 1000, milli % 1000);
+    }
+    family(r, "sluice_tenant_paused", "gauge",
+           "1 while the tenant is paused fleet-wide (sluice tenant pause), else 0.");
+    for (size_t i = 0; i < v->tenant_count; i++) {
+        const sl_tenant_metrics *m = v->tenants[i].metrics;
+        if (!settings_shown(&v->tenants[i]))
+            continue;
+        emit_tenant(r, "sluice_tenant_paused", v->tenants[i].name);
+        emit(r, "} %" PRId64 "\n", sl_gauge_read(&m->paused));
+    }
+}
+
 static void jobs_by_outcome(render *r, const sl_process_view *v)
 {
     const char *name = "sluice_jobs_total";
@@ -308,6 +340,7 @@ bool sl_metrics_render(struct evbuffer *out, const sl_process_view *v)
                   "Jobs in the tenant's Redis list at its last claim.", queue_depth_of);
     tenant_gauges(&r, v, "sluice_waiting", "Claimed jobs waiting for their slot.", waiting_of);
     tenant_gauges(&r, v, "sluice_in_flight", "HTTP requests under way.", in_flight_of);
+    tenant_settings(&r, v);
     histograms(&r, v, "sluice_delivery_latency_seconds", "HTTP request start to response.",
                &sl_latency_bounds, latency_of);
     histograms(&r, v, "sluice_shaping_delay_seconds",

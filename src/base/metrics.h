@@ -118,6 +118,8 @@ typedef struct sl_tenant_metrics {
     sl_gauge queue_depth; /* the Redis list's length at the last claim */
     sl_gauge waiting;     /* claimed, waiting for their slot */
     sl_gauge in_flight;
+    sl_gauge rate_milli;  /* the effective rate of the last claim; 0: none yet */
+    sl_gauge paused;      /* 1 while the last claim found the tenant paused */
     sl_histogram latency, shaping_delay, lateness;
 } sl_tenant_metrics;
 

@@ -18,4 +18,8 @@ int sl_cli_stats(int argc, char **argv);
 /* `sluice dlq list|replay|purge TENANT ...`. */
 int sl_cli_dlq(int argc, char **argv);
 
+/* `sluice tenant show|set|unset|pause|resume TENANT ...`: the fleet's
+ * live settings of a tenant (SPEC section 9). */
+int sl_cli_tenant(int argc, char **argv);
+
 #endif

@@ -11,7 +11,7 @@
 #define CLI_TIMEOUT_S 5
 #define PREFIX_MAX 64
 
-enum { OPT_REDIS = 0x100, OPT_PREFIX, OPT_JSON, OPT_LIMIT, OPT_COUNT };
+enum { OPT_REDIS = 0x100, OPT_PREFIX, OPT_JSON, OPT_LIMIT, OPT_COUNT, OPT_BY, OPT_FOR };
 
 bool sl_cli_parse_options(int argc, char **argv, const char *command, unsigned takes,
                           const char *help, sl_cli_opts *opts, int *operand, int *exit_code)
@@ -24,6 +24,8 @@ bool sl_cli_parse_options(int argc, char **argv, const char *command, unsigned t
         {"json", no_argument, NULL, OPT_JSON},
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"count", required_argument, NULL, OPT_COUNT},
+        {"by", required_argument, NULL, OPT_BY},
+        {"for", required_argument, NULL, OPT_FOR},
         {NULL, 0, NULL, 0},
     };
     memset(opts, 0, sizeof *opts);
@@ -53,6 +55,12 @@ bool sl_cli_parse_options(int argc, char **argv, const char *command, unsigned t
         case OPT_COUNT:
             opts->count = optarg;
             break;
+        case OPT_BY:
+            opts->by = optarg;
+            break;
+        case OPT_FOR:
+            opts->for_ = optarg;
+            break;
         default: /* getopt_long has said what is wrong */
             fputs(help, stderr);
             *exit_code = SL_CLI_USAGE;
@@ -63,6 +71,8 @@ bool sl_cli_parse_options(int argc, char **argv, const char *command, unsigned t
     const char *misplaced = opts->json && !(takes & SL_CLI_TAKES_JSON)     ? "--json"
                             : opts->limit && !(takes & SL_CLI_TAKES_LIMIT) ? "--limit"
                             : opts->count && !(takes & SL_CLI_TAKES_COUNT) ? "--count"
+                            : opts->by && !(takes & SL_CLI_TAKES_BY)       ? "--by"
+                            : opts->for_ && !(takes & SL_CLI_TAKES_FOR)    ? "--for"
                                                                            : NULL;
     if (misplaced) {
         fprintf(stderr, "sluice %s: %s does not apply here (see --help)\n", command, misplaced);

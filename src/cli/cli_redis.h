@@ -16,7 +16,13 @@
 enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
 
 /* The options some subcommands take besides the shared ones. */
-enum { SL_CLI_TAKES_JSON = 1, SL_CLI_TAKES_LIMIT = 2, SL_CLI_TAKES_COUNT = 4 };
+enum {
+    SL_CLI_TAKES_JSON = 1,
+    SL_CLI_TAKES_LIMIT = 2,
+    SL_CLI_TAKES_COUNT = 4,
+    SL_CLI_TAKES_BY = 8,
+    SL_CLI_TAKES_FOR = 16
+};
 
 /* Help text lines describing the shared options. */
 #define SL_CLI_COMMON_HELP                                                         \
@@ -34,6 +40,8 @@ typedef struct sl_cli_opts {
     bool json;         /* --json */
     const char *limit; /* --limit's argument, NULL if absent */
     const char *count; /* --count's argument, NULL if absent */
+    const char *by;    /* --by's argument, NULL if absent */
+    const char *for_;  /* --for's argument, NULL if absent */
 } sl_cli_opts;
 
 /* Parses the options of `command` (argv[0] is its name; options may come

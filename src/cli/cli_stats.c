@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/cli_redis.h"
 #include "redis/keys.h"
+#include "admission/settings.h"
 #include "admission/stats_split.h"
 
 static const char stats_help[] =
@@ -16,10 +17,12 @@ static const char stats_help[] =
     "\n"
     "Prints per tenant: queued (jobs in the queue), scheduled (claimed by a\n"
     "worker, their departure slot still ahead), in flight (claimed, slot\n"
-    "passed: being delivered), retrying, dead-lettered, the configured rate\n"
-    "(jobs/s; '-' if unknown) and the current shaping delay in ms (how far the\n"
-    "tenant's next free slot lies in the future). Without TENANT: every tenant\n"
-    "of the config, of <prefix>:tenants and with a queue key in Redis.\n"
+    "passed: being delivered), retrying, dead-lettered, the effective rate\n"
+    "(jobs/s; '-' if unknown), the current shaping delay in ms (how far the\n"
+    "tenant's next free slot lies in the future) and where the rate comes from:\n"
+    "file, override or adaptive (see sluice tenant), or 'paused'. Without\n"
+    "TENANT: every tenant of the config, of <prefix>:tenants and with a queue\n"
+    "key in Redis.\n"
     "\n"
     "Scheduled and in flight are an estimate: Redis leases each claimed job\n"
     "but does not keep its slot. A tenant's slots are spaced exactly 1/rate\n"
@@ -37,7 +40,9 @@ typedef struct tenant_stats {
     long long queued, claimed, retrying, dead;
     bool split_known;
     sl_stats_split split; /* of claimed, if split_known */
-    int64_t rate_milli; /* -1: unknown */
+    int64_t rate_milli; /* the effective rate; -1: unknown */
+    sl_rate_source rate_source;
+    bool paused;
     int64_t delay_ms;
 } tenant_stats;
 
@@ -145,7 +150,31 @@ static int64_t hash_field(const redisReply *r)
     return r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
 }
 
-/* TIME, then LLEN, ZCARD, ZCARD, LLEN, HMGET per tenant, in one pipeline. */
+/* The settings hash's fields, in the order settings_of reads them. */
+#define SETTINGS_HMGET "HMGET %s rate capacity concurrency paused_until adaptive_rate"
+
+/* The effective rate of t, as its next claim will decide it (the file's
+ * adaptive bounds are not read: an adaptive rate in Redis counts, as
+ * tenant show counts it). */
+static void settings_of(tenant_stats *t, const redisReply *r, const sl_tenant_config *cfg,
+                        int64_t now_us)
+{
+    int64_t v[5] = {0};
+    for (size_t i = 0; i < 5 && i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING)
+            v[i] = sl_settings_field(r->element[i]->str);
+    sl_settings s = {.rate_milli = v[0], .capacity = v[1], .concurrency = v[2],
+                     .paused_until_ms = v[3], .adaptive_rate_milli = v[4]};
+    sl_settings_file file = {.rate_milli = cfg ? cfg->rate_milli : 0,
+                             .adaptive_max_milli = s.adaptive_rate_milli > 0 ? INT64_MAX : 0};
+    sl_settings_effective e = sl_settings_apply(&s, &file, now_us / 1000);
+    t->rate_source = e.rate_source;
+    t->paused = e.paused;
+    t->rate_milli = e.rate_source == SL_RATE_FILE && !cfg ? -1 : e.rate_milli;
+}
+
+/* TIME, then LLEN, ZCARD, ZCARD, LLEN, HMGET, HMGET per tenant, in one
+ * pipeline. */
 static int measure(sl_cli *cli, stats_list *list)
 {
     if (!sl_cli_appended(cli, redisAppendCommand(cli->conn, "TIME")))
@@ -158,7 +187,8 @@ static int measure(sl_cli *cli, stats_list *list)
             !sl_cli_appended(cli, redisAppendCommand(cli->conn, "ZCARD %s", keys.retry)) ||
             !sl_cli_appended(cli, redisAppendCommand(cli->conn, "LLEN %s", keys.dlq)) ||
             !sl_cli_appended(cli,
-                             redisAppendCommand(cli->conn, "HMGET %s next_free frac", keys.shape)))
+                             redisAppendCommand(cli->conn, "HMGET %s next_free frac", keys.shape)) ||
+            !sl_cli_appended(cli, redisAppendCommand(cli->conn, SETTINGS_HMGET, keys.settings)))
             return SL_CLI_RUNTIME;
     }
     redisReply *reply = sl_cli_reply(cli);
@@ -192,10 +222,17 @@ static int measure(sl_cli *cli, stats_list *list)
         }
         int64_t next_free = hash_field(reply->element[0]), frac = hash_field(reply->element[1]);
         freeReplyObject(reply);
+        if (!(reply = sl_cli_reply(cli)))
+            return SL_CLI_RUNTIME;
+        if (reply->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(reply);
+            return sl_cli_unexpected(cli, "HMGET");
+        }
         t->delay_ms = next_free > now_us ? (next_free - now_us + 999) / 1000 : 0;
         const sl_tenant_config *cfg = cli->config ? sl_config_tenant_for(cli->config, t->name)
                                                   : NULL;
-        t->rate_milli = cfg ? cfg->rate_milli : -1;
+        settings_of(t, reply, cfg, now_us);
+        freeReplyObject(reply);
         t->split_known = sl_stats_split_claimed(t->claimed, next_free, frac, now_us,
                                                 t->rate_milli, &t->split);
     }
@@ -234,16 +271,17 @@ static int print_table(const stats_list *list)
         if (len > width)
             width = len;
     }
-    printf("%-*s %10s %10s %10s %10s %10s %10s %10s\n", width, "TENANT", "QUEUED", "SCHEDULED",
-           "IN_FLIGHT", "RETRYING", "DEAD", "RATE/S", "DELAY_MS");
+    printf("%-*s %10s %10s %10s %10s %10s %10s %10s  %-8s\n", width, "TENANT", "QUEUED",
+           "SCHEDULED", "IN_FLIGHT", "RETRYING", "DEAD", "RATE/S", "DELAY_MS", "SOURCE");
     for (size_t i = 0; i < list->count; i++) {
         const tenant_stats *t = &list->items[i];
         char rate[32], scheduled[24], in_flight[24];
         format_rate(rate, sizeof rate, t->rate_milli);
         format_count(scheduled, sizeof scheduled, t->split_known, t->split.scheduled);
         format_count(in_flight, sizeof in_flight, t->split_known, t->split.in_flight);
-        printf("%-*s %10lld %10s %10s %10lld %10lld %10s %10" PRId64 "\n", width, t->name,
-               t->queued, scheduled, in_flight, t->retrying, t->dead, rate, t->delay_ms);
+        printf("%-*s %10lld %10s %10s %10lld %10lld %10s %10" PRId64 "  %-8s\n", width, t->name,
+               t->queued, scheduled, in_flight, t->retrying, t->dead, rate, t->delay_ms,
+               t->paused ? "paused" : sl_rate_source_name(t->rate_source));
     }
     return SL_CLI_OK;
 }
@@ -278,7 +316,9 @@ static int print_json(const stats_list *list)
              (t->rate_milli < 0
                   ? cJSON_AddNullToObject(o, "rate") != NULL
                   : cJSON_AddNumberToObject(o, "rate", (double)t->rate_milli / 1000) != NULL) &&
-             cJSON_AddNumberToObject(o, "delay_ms", (double)t->delay_ms);
+             cJSON_AddNumberToObject(o, "delay_ms", (double)t->delay_ms) &&
+             cJSON_AddStringToObject(o, "rate_source", sl_rate_source_name(t->rate_source)) &&
+             cJSON_AddBoolToObject(o, "paused", t->paused);
     }
     if (!ok) {
         cJSON_Delete(root);

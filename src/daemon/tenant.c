@@ -59,6 +59,8 @@ struct tenant {
     char name[SL_TENANT_NAME_MAX + 1];
     const sl_tenant_config *config; /* the worker's config owns it */
     sl_claim_params claim;
+    size_t concurrency;   /* the last claim's effective one (settings over file) */
+    int64_t rate_milli;   /* the last claim's effective rate */
     sl_claim_limit *limits;         /* owned, claim.limits points here */
     sl_tenant_keys keys;
     sl_job_rules rules;
@@ -411,7 +413,7 @@ static void trace_departure(const tenant *t, const job *j, int64_t now)
  * the timer for the next one. */
 static void release_due(tenant *t)
 {
-    size_t concurrency = (size_t)t->config->concurrency;
+    size_t concurrency = t->concurrency;
     int64_t now = sl_realtime_us();
     while (t->head && t->in_flight < concurrency && head_may_leave(t, now)) {
         note_departure(t, t->head, now);
@@ -479,6 +481,29 @@ static void count_claim(tenant *t, const sl_claim_result *result)
         atomic_store_explicit(&m->active, true, memory_order_relaxed);
 }
 
+/* While paused the script answers next_us = the pause's end: claim again
+ * sooner, so that a resume shows within this long. */
+#define PAUSED_POLL_US 100000
+
+/* Applies the effective rate and concurrency a claim reply carries (the
+ * fleet's settings over the file's): later departures are paced at it and
+ * the next claims look ahead by it. */
+static void apply_settings(tenant *t, const sl_claim_result *r)
+{
+    sl_gauge_set(&t->metrics.paused, r->paused_until_ms > 0 ? 1 : 0);
+    if (r->concurrency > 0)
+        t->concurrency = (size_t)r->concurrency;
+    if (r->rate_milli <= 0)
+        return;
+    sl_gauge_set(&t->metrics.rate_milli, r->rate_milli);
+    if (r->rate_milli == t->rate_milli)
+        return;
+    t->rate_milli = r->rate_milli;
+    t->interval_us = sl_claim_interval_us(r->rate_milli);
+    t->claim.lookahead_us = sl_claim_lookahead_us(r->rate_milli);
+    t->acks.delay_us = sl_ack_delay_us(r->rate_milli);
+}
+
 static void on_claim_reply(redisReply *reply, void *arg)
 {
     tenant *t = arg;
@@ -511,6 +536,7 @@ static void on_claim_reply(redisReply *reply, void *arg)
     }
     sl_redis_clock_observe(&env->clock, result.now_us, t->claim_sent_us, received);
     count_claim(t, &result);
+    apply_settings(t, &result);
     if (result.job_count > 0 || result.dead_lettered > 0 || result.queue_len > 0 || result.next_us != 0)
         t->busy_us = received;
     for (size_t i = 0; i < result.job_count; i++)
@@ -527,6 +553,8 @@ static void on_claim_reply(redisReply *reply, void *arg)
                                               result.next_us, result.now_us, env->notified);
     t->wake_pending = false;
     t->idle_ms = next.idle_ms;
+    if (result.paused_until_ms > 0 && next.delay_us > PAUSED_POLL_US)
+        next.delay_us = PAUSED_POLL_US;
     schedule_claim(t, next.delay_us);
     release_due(t);
 }
@@ -535,7 +563,7 @@ static void on_claim_reply(redisReply *reply, void *arg)
  * of concurrency busy. */
 static bool saturated(const tenant *t)
 {
-    size_t concurrency = (size_t)t->config->concurrency;
+    size_t concurrency = t->concurrency;
     return t->head && t->in_flight >= concurrency &&
            sl_claim_saturated(t->in_flight, concurrency, t->head->send_at_us, sl_realtime_us());
 }
@@ -609,7 +637,12 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .max_job_bytes = config->max_job_bytes,
         .limits = t->limits,
         .limit_count = config->limit_count,
+        .concurrency = config->concurrency,
     };
+    /* The file's values until a claim reply says what the settings make
+     * of them (apply_settings). */
+    t->concurrency = (size_t)config->concurrency;
+    t->rate_milli = config->rate_milli;
     t->rules = (sl_job_rules){
         .raw = config->format == SL_FORMAT_RAW,
         .max_bytes = (size_t)config->max_job_bytes,

@@ -6,7 +6,9 @@
 #include "redis/claim.h"
 
 #define CLAIM_FIXED_KEYS 6
-#define REPLY_HEADER 6 /* now, next, queue_len, reaped, dead_lettered, reasons */
+/* now, next, queue_len, reaped, dead_lettered, reasons, rate_milli,
+ * rate_source, concurrency, paused_until */
+#define REPLY_HEADER 10
 #define REPLY_PER_JOB 6
 #define ACK_HEADER_ARGS 9 /* EVALSHA sha 5 five-keys tenant */
 
@@ -26,7 +28,7 @@ void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const
     sl_argv_reset(a);
     sl_argv_add_str(a, "EVALSHA");
     sl_argv_add_str(a, sha);
-    sl_argv_add_int(a, (int64_t)(CLAIM_FIXED_KEYS + p->limit_count));
+    sl_argv_add_int(a, (int64_t)(CLAIM_FIXED_KEYS + p->limit_count + 1));
     sl_argv_add_str(a, keys.queue);
     sl_argv_add_str(a, keys.shape);
     sl_argv_add_str(a, keys.inflight);
@@ -38,6 +40,7 @@ void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const
         sl_limit_key(key, p->prefix, p->tenant, p->limits[i].name);
         sl_argv_add_str(a, key);
     }
+    sl_argv_add_str(a, keys.settings);
     sl_argv_add_int(a, p->capacity);
     sl_argv_add_int(a, p->rate_milli);
     sl_argv_add_str(a, p->overflow_dead_letter ? "dead-letter" : "wait");
@@ -60,6 +63,17 @@ void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const
         sl_argv_add_int(a, l->second);
         sl_argv_add_str(a, l->dead_letter ? "dead-letter" : "delay");
     }
+    sl_argv_add_int(a, p->concurrency);
+    sl_argv_add_int(a, p->adaptive_min_milli);
+    sl_argv_add_int(a, p->adaptive_max_milli);
+}
+
+/* The reply's rate source; false if it names none. */
+static bool rate_source_of(const redisReply *r, sl_rate_source *out)
+{
+    if (r->type != REDIS_REPLY_STRING)
+        return false;
+    return sl_rate_source_parse(r->str, out);
 }
 
 static bool integer_at(const redisReply *reply, size_t i, int64_t *out)
@@ -91,6 +105,11 @@ bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_jo
         !integer_at(reply, 2, &out->queue_len) || !integer_at(reply, 3, &out->reaped) ||
         !integer_at(reply, 4, &out->dead_lettered)) {
         snprintf(err, err_size, "claim: reply header is not 5 integers");
+        return false;
+    }
+    if (!integer_at(reply, 6, &out->rate_milli) || !rate_source_of(reply->element[7], &out->rate_source) ||
+        !integer_at(reply, 8, &out->concurrency) || !integer_at(reply, 9, &out->paused_until_ms)) {
+        snprintf(err, err_size, "claim: reply settings are not rate, source, concurrency, paused_until");
         return false;
     }
     const redisReply *reasons = reply->element[5];

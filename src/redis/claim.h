@@ -11,6 +11,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "admission/settings.h"
 #include "redis/keys.h"
 #include "redis/redis_argv.h"
 
@@ -39,7 +40,11 @@ typedef struct sl_claim_params {
     int64_t now_us;       /* the claim's time; 0: Redis's clock (tests pass one) */
     const sl_claim_limit *limits;
     size_t limit_count;
+    int64_t concurrency;        /* the file's; the settings may override it */
+    int64_t adaptive_min_milli; /* the file's adaptive bounds; max 0: not adaptive */
+    int64_t adaptive_max_milli;
 } sl_claim_params;
+
 
 /* One claimed job; the strings point into the reply it was parsed from. */
 typedef struct sl_claimed_job {
@@ -64,7 +69,14 @@ typedef struct sl_claim_result {
     const redisReply *dead_reasons;
     size_t dead_reason_count;
     size_t job_count;
+    /* The effective settings this claim applied (the fleet's settings
+     * hash over the file's, see lua/claim.lua). */
+    int64_t rate_milli;
+    sl_rate_source rate_source;
+    int64_t concurrency;      /* 0 if the call passed none */
+    int64_t paused_until_ms;  /* > 0: paused, nothing claimed */
 } sl_claim_result;
+
 
 /* Writes to out the 11-character id prefix of one claim call: 64 random
  * bits in the URL-safe base64 alphabet (short: every claimed job stores
