@@ -975,7 +975,7 @@ Test(redis_url, errors_say_what_and_never_the_password)
         {"redis://u:" SECRET "%zz@h", "redis: invalid percent-encoding in the password"},
         {"redis://u:" SECRET " x@h", "redis: URL must not contain spaces or control characters "
                                      "(percent-encode them in a password)"},
-        {"rediss://h", "redis: rediss:// (TLS) is not supported; use redis:// or unix://"},
+        {"rediss://", "redis: missing host (redis://host:port/db)"},
         {"http://" SECRET "@h", "redis: must be a redis://host:port/db or "
                                 "unix:///path/to/redis.sock URL"},
         {"127.0.0.1:6379", "redis: must be a redis://host:port/db or "

@@ -10,6 +10,7 @@
  * config_env.c is the real environment. */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -34,8 +35,10 @@ typedef struct parse_ctx {
     const sl_config_env *env;
 } parse_ctx;
 
-static const char *const top_keys[] = {"redis",   "prefix",  "workers", "admin",
-                                       "tenants", "grace_ms", NULL};
+static const char *const top_keys[] = {"redis",   "prefix",   "workers",   "admin",
+                                       "tenants", "grace_ms", "redis_tls", NULL};
+static const char *const redis_tls_keys[] = {"ca_file", "cert_file", "key_file", "server_name",
+                                             "verify", NULL};
 static const char *const tenant_keys[] = {
     "endpoint", "rate",       "capacity", "overflow",    "concurrency",   "timeout_ms",
     "retry",    "headers",    "format",   "allow_urls",  "max_wait_ms",   "limits",
@@ -591,6 +594,71 @@ static void parse_redis(parse_ctx *c, const cJSON *root, sl_config *cfg)
     sl_secret_free(resolved);
 }
 
+/* A file named by redis_tls must be there and readable now, so that
+ * check-config finds a wrong path rather than the first connect. */
+static char *tls_file(parse_ctx *c, const cJSON *tls, const char *key)
+{
+    const char *path = NULL;
+    if (sl_jpath_string(&c->r, tls, "redis_tls", key, &path) != SL_JPATH_OK)
+        return NULL;
+    char where[64];
+    snprintf(where, sizeof where, "redis_tls.%s", key);
+    if (path[0] != '/') {
+        sl_jpath_fail(&c->r, where, "must be an absolute path");
+        return NULL;
+    }
+    char err[256] = "file reading is not available";
+    char *text = c->env && c->env->read_file_fn
+                     ? c->env->read_file_fn(c->env->ctx, path, err, sizeof err)
+                     : NULL;
+    if (!text) {
+        sl_jpath_fail(&c->r, where, "cannot read %s: %s", path, err);
+        return NULL;
+    }
+    sl_secret_free(text); /* a key file is a secret */
+    return dup_str(c, path);
+}
+
+/* "redis_tls": how to talk TLS to a rediss:// server. */
+static void parse_redis_tls(parse_ctx *c, const cJSON *root, sl_config *cfg)
+{
+    char path[SL_JPATH_LEN];
+    sl_jpath_status st;
+    const cJSON *tls = sl_jpath_object(&c->r, root, "", "redis_tls", path, sizeof path, &st);
+    if (!tls)
+        return;
+    sl_jpath_check_unknown(&c->r, tls, "redis_tls", redis_tls_keys);
+    sl_jpath_check_duplicates(&c->r, tls, "redis_tls");
+    sl_redis_tls_options *o = &cfg->redis.tls_options;
+    o->ca_file = tls_file(c, tls, "ca_file");
+    o->cert_file = tls_file(c, tls, "cert_file");
+    o->key_file = tls_file(c, tls, "key_file");
+    const char *name = NULL;
+    if (sl_jpath_string(&c->r, tls, "redis_tls", "server_name", &name) == SL_JPATH_OK) {
+        if (!name_ok(name, 253, "-.") || name[0] == '.' || name[0] == '-')
+            sl_jpath_fail(&c->r, "redis_tls.server_name",
+                          "must be a host name (letters, digits, '-' and '.')");
+        else
+            o->server_name = dup_str(c, name);
+    }
+    const cJSON *verify = sl_jpath_member(tls, "verify");
+    if (verify && !cJSON_IsBool(verify))
+        sl_jpath_fail(&c->r, "redis_tls.verify", "must be true or false, not %s",
+                      sl_jpath_type(verify));
+    else if (verify)
+        o->no_verify = cJSON_IsFalse(verify);
+    bool has_cert = sl_jpath_member(tls, "cert_file") != NULL;
+    bool has_key = sl_jpath_member(tls, "key_file") != NULL;
+    if (has_cert != has_key)
+        sl_jpath_fail(&c->r, has_cert ? "redis_tls.key_file" : "redis_tls.cert_file",
+                      "is required with %s (a client certificate needs its key)",
+                      has_cert ? "redis_tls.cert_file" : "redis_tls.key_file");
+    /* Only a rediss:// URL talks TLS; options elsewhere would be ignored
+     * silently, which hides a mistake. A URL already refused says so. */
+    if (cfg->redis_url_redacted && !cfg->redis.tls)
+        sl_jpath_fail(&c->r, "redis_tls", "applies only to a rediss:// URL in \"redis\"");
+}
+
 static void parse_admin(parse_ctx *c, const cJSON *root, sl_config *cfg)
 {
     const cJSON *v = sl_jpath_member(root, "admin");
@@ -660,6 +728,7 @@ sl_config *sl_config_parse(const char *json_text, const sl_config_env *env, sl_e
     sl_jpath_check_duplicates(&c->r, root, "");
 
     parse_redis(c, root, cfg);
+    parse_redis_tls(c, root, cfg);
 
     const char *prefix = DEFAULT_PREFIX;
     if (sl_jpath_string(&c->r, root, "", "prefix", &prefix) == SL_JPATH_OK &&
