@@ -55,6 +55,7 @@ struct sl_redis_link {
     pending *ring;
     size_t ring_cap, ring_head, ring_count;
     size_t awaited; /* pending commands whose silence counts (not subscriptions) */
+    bool replied;   /* a reply came: the server accepted the connection */
     char why[256];
 };
 
@@ -134,6 +135,7 @@ static void dispatch(sl_redis_link *link, redisReply *reply)
         fail(link, "protocol error: a reply nobody asked for");
         return;
     }
+    link->replied = true;
     pending p = link->ring[link->ring_head];
     if (!(p.flags & SL_LINK_SUBSCRIBE)) {
         link->ring_head = (link->ring_head + 1) % link->ring_cap;
@@ -263,27 +265,47 @@ static void go_up(sl_redis_link *link)
     link->on_event(link->arg, true, NULL);
 }
 
+/* The OpenSSL error behind a TLS bufferevent's failure, 0 if none.
+ * libevent keeps up to three codes, the last first: SSL_get_error's
+ * (SSL_ERROR_SSL, SSL_ERROR_SYSCALL, small numbers with no library) and
+ * then OpenSSL's own queue, whose codes name a library and a reason. */
+static unsigned long openssl_cause(struct bufferevent *bev)
+{
+    unsigned long cause = 0, e;
+    while ((e = bufferevent_get_openssl_error(bev)) != 0)
+        if (ERR_GET_LIB(e) != 0)
+            cause = e; /* popped last = queued first: the root cause */
+    return cause;
+}
+
 /* Why the bufferevent failed: OpenSSL's reason, the socket's errno, or
  * the peer's closing. */
 static void describe_bev_error(sl_redis_link *link, short what, char *why, size_t size)
 {
-    unsigned long ssl_error = link->target->tls ? bufferevent_get_openssl_error(link->bev) : 0;
-    if (link->target->tls && (ssl_error || link->state == HANDSHAKE)) {
+    const sl_redis_target *t = link->target;
+    int e = EVUTIL_SOCKET_ERROR();
+    unsigned long ssl_error = t->tls ? openssl_cause(link->bev) : 0;
+    if (t->tls) {
         SSL *ssl = bufferevent_openssl_get_ssl(link->bev);
         long verify = link->state == HANDSHAKE && ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+        ERR_clear_error();
         if (ssl_error || verify != X509_V_OK) {
             sl_redis_tls_describe(verify, ssl_error, why, size);
-            ERR_clear_error();
             return;
         }
     }
-    int e = EVUTIL_SOCKET_ERROR();
+    const char *stage = link->state == HANDSHAKE ? " during the TLS handshake" : "";
+    size_t used;
     if ((what & BEV_EVENT_ERROR) && e)
-        snprintf(why, size, "%s%s", link->state == HANDSHAKE ? "TLS handshake: " : "",
-                 strerror(e));
+        used = (size_t)snprintf(why, size, "%s%s", strerror(e), stage);
     else
-        snprintf(why, size, "connection closed by the server%s",
-                 link->state == HANDSHAKE ? " during the TLS handshake" : "");
+        used = (size_t)snprintf(why, size, "connection closed by the server%s", stage);
+    /* TLS 1.3 ends the client's handshake before the server has checked
+     * the client's certificate: a server that wants one and got none
+     * closes right after, and its alert may be lost with the reset. */
+    if (t->tls && !t->tls_options.cert_file && !link->replied && used < size)
+        snprintf(why + used, size - used,
+                 " (does the server require a client certificate? see redis_tls.cert_file)");
 }
 
 static void on_bev_event(struct bufferevent *bev, short what, void *arg)

@@ -119,6 +119,9 @@ void sl_redis_tls_describe(long verify_result, unsigned long ssl_error, char *ou
         snprintf(out, size, "connection closed during TLS");
         return;
     }
+    /* The words of SSL's reasons are loaded with the library; a caller
+     * that has not made a context yet would see "reason(1116)". */
+    OPENSSL_init_ssl(OPENSSL_INIT_LOAD_SSL_STRINGS, NULL);
     const char *reason = ERR_reason_error_string(ssl_error);
     if (reason) {
         snprintf(out, size, "TLS error: %s", reason);
