@@ -545,6 +545,19 @@ Test(tls_binary, failures_name_their_cause)
     cr_assert(strstr(out, "redis_tls.ca_file: cannot read /nonexistent/ca.pem"), "%s", out);
     cr_assert(strstr(out, "redis_tls.key_file: is required with redis_tls.cert_file"), "%s", out);
 
+    /* A key that is not the certificate's: check-config builds the
+     * context the daemon would, and says which file is wrong. */
+    char cert[128], wrong_key[128], mismatched[512];
+    tls_redis_path(&server, "client.pem", cert, sizeof cert);
+    tls_redis_path(&server, "other-ca.key", wrong_key, sizeof wrong_key);
+    snprintf(mismatched, sizeof mismatched, "{\"cert_file\": \"%s\", \"key_file\": \"%s\"}",
+             cert, wrong_key);
+    write_config(config, sizeof config, "mismatched.json", mismatched, sink.port);
+    code = RUN("check-config", config);
+    cr_assert_eq(code, 2, "%s", out);
+    cr_assert(strstr(out, "redis_tls: TLS: cannot use the client key "), "%s", out);
+    cr_assert(strstr(out, "other-ca.key"), "%s", out);
+
     /* The daemon does not retry in a hot loop: its backoff spaces the
      * attempts (100 ms, doubling), so 1.5 s see a handful, not thousands. */
     char log[128], err[256];
