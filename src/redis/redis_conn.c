@@ -186,8 +186,6 @@ static void on_link_event(void *arg, bool up, const char *why)
         return;
     }
     bool was_connected = conn->connected;
-    sl_redis_link_free(conn->link);
-    conn->link = NULL;
     conn->connected = false;
     sl_counter_add(&conn->metrics->errors, 1);
     if (was_connected) {
@@ -198,6 +196,8 @@ static void on_link_event(void *arg, bool up, const char *why)
         SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", why,
                conn->backoff_ms);
     }
+    sl_redis_link_free(conn->link); /* after the log: why is the link's */
+    conn->link = NULL;
     set_ready(conn, false);
     schedule_reconnect(conn);
 }

@@ -44,8 +44,9 @@ enum {
 typedef void (*sl_redis_link_reply_fn)(redisReply *reply, void *arg);
 /* up: connected (TLS handshake done), commands may go. !up: the link is
  * closed for good, why says what happened ("connect timed out after 5000
- * ms", "certificate verify failed: ..."); the owner may free the link
- * from inside this call, and must free it some time. */
+ * ms", "certificate verify failed: ...", valid until the link is freed);
+ * the owner may free the link from inside this call, and must free it
+ * some time. */
 typedef void (*sl_redis_link_event_fn)(void *arg, bool up, const char *why);
 /* Sees every reply before its callback (NULL: none), e.g. to count errors. */
 typedef void (*sl_redis_link_tap_fn)(void *arg, const redisReply *reply);
