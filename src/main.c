@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "daemon/daemon.h"
+#include "redis/redis_tls.h"
 #include "base/log.h"
 #include "redis/lua_scripts.h"
 #include "version.h"
@@ -128,6 +129,21 @@ static int cmd_check_config(int argc, char **argv)
     sl_config *config = load_config("check-config", argv[1]);
     if (!config)
         return EXIT_USAGE;
+    if (config->redis.tls) {
+        /* Build the TLS context the daemon will: a file that is not PEM,
+         * or a key that does not match its certificate, shows here. */
+        char err[512];
+        SSL_CTX *ctx = sl_redis_tls_ctx_new(&config->redis.tls_options, err, sizeof err);
+        if (!ctx) {
+            fprintf(stderr, "sluice check-config: %s: redis_tls: %s\n", argv[1], err);
+            sl_config_free(config);
+            return EXIT_USAGE;
+        }
+        SSL_CTX_free(ctx);
+        if (config->redis.tls_options.no_verify)
+            fprintf(stderr, "sluice check-config: %s: warning: redis_tls.verify is false: the "
+                            "Redis server's certificate will not be checked\n", argv[1]);
+    }
     printf("%s: ok (%zu tenant%s%s, %d worker%s)\n", argv[1], config->tenant_count,
            config->tenant_count == 1 ? "" : "s", config->template_tenant ? " and a \"*\" template" : "",
            config->workers, config->workers == 1 ? "" : "s");

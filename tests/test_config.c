@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "admission/admission.h"
 #include "config/config.h"
@@ -17,9 +18,11 @@
 
 /* ---- fake environment ---------------------------------------------- */
 
+#define FAKE_FILES 16
+
 typedef struct fake_env {
     const char *vars[8][2];  /* name, value */
-    const char *files[8][2]; /* path, content */
+    const char *files[FAKE_FILES][2]; /* path, content */
 } fake_env;
 
 static const char *fake_getenv(void *ctx, const char *name)
@@ -35,7 +38,7 @@ static const char *fake_getenv(void *ctx, const char *name)
 static char *fake_read_file(void *ctx, const char *path, char *err, size_t err_size)
 {
     fake_env *f = ctx;
-    for (int i = 0; i < 8 && f->files[i][0]; i++) {
+    for (int i = 0; i < FAKE_FILES && f->files[i][0]; i++) {
         if (strcmp(f->files[i][0], path) == 0)
             return strdup(f->files[i][1]);
     }
@@ -52,7 +55,9 @@ static fake_env default_fake = {
               {"/run/credentials/redis-url", "redis://:" SECRET "@db.example:6390/1\n"},
               {"/etc/sluice/ca.pem", "-----BEGIN CERTIFICATE-----\n"},
               {"/etc/sluice/ok.json",
-               "{\"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 1}}}"}},
+               "{\"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 1}}}"},
+              {"/tls/ca.pem", "-----BEGIN CERTIFICATE-----\n"},
+              {"/tls/client.key", "-----BEGIN PRIVATE KEY-----\n"}},
 };
 
 static sl_config_env fake(int cpus)
@@ -919,6 +924,9 @@ Test(redis_url, accepted_forms)
          SECRET, 0, "unix://:***@/run/redis@main/r.sock"},
         {"unix://u:" SECRET "@/s.sock?db=1", NULL, 0, "/s.sock", "u", SECRET, 1,
          "unix://u:***@/s.sock?db=1"},
+        {"rediss://app:" SECRET "@redis.example:6380/2", "redis.example", 6380, NULL, "app",
+         SECRET, 2, "rediss://app:***@redis.example:6380/2"},
+        {"REDISS://[::1]", "::1", 6379, NULL, NULL, NULL, 0, "rediss://[::1]:6379/0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const redis_case *c = &cases[i];
@@ -939,6 +947,7 @@ Test(redis_url, accepted_forms)
 #undef STR_EQ
         cr_assert_eq(t.port, c->port, "%s", c->url);
         cr_assert_eq(t.db, c->db, "%s", c->url);
+        cr_assert_eq(t.tls, strncasecmp(c->url, "rediss://", 9) == 0, "%s: tls", c->url);
         char *red = sl_redis_target_redacted(&t);
         cr_assert_str_eq(red, c->redacted);
         cr_assert_null(strstr(red, SECRET));
@@ -976,7 +985,7 @@ Test(redis_url, errors_say_what_and_never_the_password)
         {"redis://u:" SECRET "%zz@h", "redis: invalid percent-encoding in the password"},
         {"redis://u:" SECRET " x@h", "redis: URL must not contain spaces or control characters "
                                      "(percent-encode them in a password)"},
-        {"rediss://h", "redis: rediss:// (TLS) is not supported; use redis:// or unix://"},
+        {"rediss://", "redis: missing host (redis://host:port/db)"},
         {"http://" SECRET "@h", "redis: must be a redis://host:port/db or "
                                 "unix:///path/to/redis.sock URL"},
         {"127.0.0.1:6379", "redis: must be a redis://host:port/db or "
@@ -1033,6 +1042,57 @@ Test(redis_url, in_the_config_with_secrets)
         "redis: the database (/db) must be an integer between 0 and 2147483647", NULL);
     bad("{'redis': 'redis://:${NOPE}@h', " TENANTS(""),
         "redis: environment variable NOPE is not set", NULL);
+}
+
+/* ---- redis_tls ---------------------------------------------------------------- */
+
+Test(redis_tls, options_for_a_rediss_url)
+{
+    sl_config *cfg = ok("{'redis': 'rediss://redis.example', " TENANTS(""));
+    cr_assert(cfg->redis.tls);
+    cr_assert_null(cfg->redis.tls_options.ca_file, "the system's CAs by default");
+    cr_assert_not(cfg->redis.tls_options.no_verify, "verified by default");
+    sl_config_free(cfg);
+
+    cfg = ok("{'redis': 'rediss://10.0.0.5:6380', 'redis_tls': {'ca_file': '/tls/ca.pem', "
+             "'cert_file': '/tls/ca.pem', 'key_file': '/tls/client.key', "
+             "'server_name': 'redis.internal', 'verify': true}, " TENANTS(""));
+    const sl_redis_tls_options *o = &cfg->redis.tls_options;
+    cr_assert_str_eq(o->ca_file, "/tls/ca.pem");
+    cr_assert_str_eq(o->cert_file, "/tls/ca.pem");
+    cr_assert_str_eq(o->key_file, "/tls/client.key");
+    cr_assert_str_eq(o->server_name, "redis.internal");
+    cr_assert_not(o->no_verify);
+    cr_assert_str_eq(cfg->redis_url_redacted, "rediss://10.0.0.5:6380/0");
+    sl_config_free(cfg);
+
+    cfg = ok("{'redis': 'rediss://h', 'redis_tls': {'verify': false}, " TENANTS(""));
+    cr_assert(cfg->redis.tls_options.no_verify);
+    sl_config_free(cfg);
+}
+
+Test(redis_tls, mistakes_are_named_at_their_path)
+{
+    bad("{'redis': 'rediss://h', 'redis_tls': {'ca_file': '/tls/missing.pem'}, " TENANTS(""),
+        "redis_tls.ca_file: cannot read /tls/missing.pem: No such file or directory", NULL);
+    bad("{'redis': 'rediss://h', 'redis_tls': {'ca_file': 'ca.pem'}, " TENANTS(""),
+        "redis_tls.ca_file: must be an absolute path", NULL);
+    bad("{'redis': 'rediss://h', 'redis_tls': {'cert_file': '/tls/ca.pem'}, " TENANTS(""),
+        "redis_tls.key_file: is required with redis_tls.cert_file (a client certificate needs "
+        "its key)", NULL);
+    bad("{'redis': 'rediss://h', 'redis_tls': {'key_file': '/tls/client.key'}, " TENANTS(""),
+        "redis_tls.cert_file: is required with redis_tls.key_file (a client certificate needs "
+        "its key)", NULL);
+    bad("{'redis': 'rediss://h', 'redis_tls': {'verify': 'no'}, " TENANTS(""),
+        "redis_tls.verify: must be true or false, not a string", NULL);
+    bad("{'redis': 'rediss://h', 'redis_tls': {'server_name': 'a b'}, " TENANTS(""),
+        "redis_tls.server_name: must be a host name (letters, digits, '-' and '.')", NULL);
+    bad("{'redis': 'rediss://h', 'redis_tls': {'ca': '/tls/ca.pem'}, " TENANTS(""),
+        "redis_tls.ca: unknown key", NULL);
+    bad("{'redis': 'rediss://h', 'redis_tls': true, " TENANTS(""),
+        "redis_tls: must be an object, not a boolean", NULL);
+    bad("{'redis': 'redis://h', 'redis_tls': {'verify': true}, " TENANTS(""),
+        "redis_tls: applies only to a rediss:// URL in \"redis\"", NULL);
 }
 
 /* ---- admin ------------------------------------------------------------------ */
@@ -1150,10 +1210,10 @@ Test(tls, each_mistake_is_named)
     bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': {'ca_file': 'ca.pem'}}}}",
         "tenants.a.tls.ca_file: must be an absolute path", NULL);
     bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': {'ca_file': '/nope.pem'}}}}",
-        "tenants.a.tls.ca_file: cannot be read: No such file or directory", NULL);
+        "tenants.a.tls.ca_file: cannot read /nope.pem: No such file or directory", NULL);
     bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': "
         "{'cert_file': '/etc/sluice/ca.pem'}}}}",
-        "tenants.a.tls.key_file: is required with cert_file", NULL);
+        "tenants.a.tls.key_file: is required with tenants.a.tls.cert_file (a client certificate needs its key)", NULL);
     bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': {'verify': false}}}}",
         "tenants.a.tls.verify: unknown key", NULL);
     bad("{'tenants': {'a': {'endpoint': 'https://h/', 'rate': 1, 'tls': 'yes'}}}",

@@ -37,3 +37,22 @@ Test(config_reload, only_restart_settings_block_a_reload)
     sl_config_free(rates);
     sl_config_free(moved);
 }
+
+Test(config_reload, tls_settings_need_a_restart)
+{
+    sl_config *plain = parse("{\"redis\": \"redis://h:6379/0\","
+                             " \"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 5}}}");
+    sl_config *tls = parse("{\"redis\": \"rediss://h:6379/0\","
+                           " \"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 5}}}");
+    sl_config *unverified = parse("{\"redis\": \"rediss://h:6379/0\","
+                                  " \"redis_tls\": {\"verify\": false},"
+                                  " \"tenants\": {\"a\": {\"endpoint\": \"http://h/\", \"rate\": 5}}}");
+    char why[128];
+    cr_assert_eq(sl_config_reload_blockers(plain, tls, why, sizeof why), 1);
+    cr_assert_str_eq(why, "redis");
+    cr_assert_eq(sl_config_reload_blockers(tls, unverified, why, sizeof why), 1);
+    cr_assert_str_eq(why, "redis_tls");
+    sl_config_free(plain);
+    sl_config_free(tls);
+    sl_config_free(unverified);
+}

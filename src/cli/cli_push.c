@@ -158,7 +158,7 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
     }
     /* Appending fails only when out of memory; what was queued is never
      * sent without its EXEC, so nothing is pushed. */
-    bool queued = sl_cli_appended(cli, redisAppendCommand(cli->conn, "MULTI"));
+    bool queued = sl_cli_append(cli, "MULTI");
     size_t commands = 0;
     for (size_t at = 0; queued && at < jobs->count; at += PUSH_BATCH) {
         size_t n = jobs->count - at < PUSH_BATCH ? jobs->count - at : PUSH_BATCH;
@@ -170,7 +170,7 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
             argv[2 + i] = jobs->items[at + i];
             lens[2 + i] = jobs->lens[at + i];
         }
-        queued = sl_cli_appended(cli, redisAppendCommandArgv(cli->conn, (int)(n + 2), argv, lens));
+        queued = sl_cli_append_argv(cli, (int)(n + 2), argv, lens);
         commands++;
     }
     free(argv);
@@ -178,9 +178,9 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
     char tenants_key[SL_KEY_MAX];
     snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
     queued = queued &&
-             sl_cli_appended(cli, redisAppendCommand(cli->conn, "SADD %s %s", tenants_key, tenant));
+             sl_cli_append(cli, "SADD %s %s", tenants_key, tenant);
     commands++;
-    if (!queued || !sl_cli_appended(cli, redisAppendCommand(cli->conn, "EXEC")))
+    if (!queued || !sl_cli_append(cli, "EXEC"))
         return SL_CLI_RUNTIME;
     /* MULTI's +OK and one +QUEUED per command; an error there aborts EXEC. */
     for (size_t i = 0; i < commands + 1; i++) {

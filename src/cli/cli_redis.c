@@ -3,10 +3,11 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #define CLI_TIMEOUT_S 5
 #define PREFIX_MAX 64
@@ -138,14 +139,152 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
     return SL_CLI_OK;
 }
 
+/* ---- the connection: a redis_link on a private loop ------------------- */
+
+static const sl_redis_link_timeouts cli_timeouts = {
+    .connect_ms = CLI_TIMEOUT_S * 1000,
+    .handshake_ms = CLI_TIMEOUT_S * 1000,
+    .reply_ms = CLI_TIMEOUT_S * 1000,
+};
+
+static void on_link_event(void *arg, bool up, const char *why)
+{
+    sl_cli *cli = arg;
+    if (up)
+        return;
+    snprintf(cli->error, sizeof cli->error, "%s", why);
+    sl_redis_link_free(cli->link); /* allowed here: the link is done */
+    cli->link = NULL;
+}
+
+/* Every reply, kept in order until sl_cli_reply takes it. */
+static void collect(redisReply *reply, void *arg)
+{
+    sl_cli *cli = arg;
+    cli->awaited--;
+    if (cli->replies_count == cli->replies_cap) {
+        size_t cap = cli->replies_cap ? cli->replies_cap * 2 : 16;
+        redisReply **grown = malloc(cap * sizeof *grown);
+        if (!grown) {
+            /* Lose this one; its reader then reports a lost reply. */
+            freeReplyObject(reply);
+            reply = NULL;
+            snprintf(cli->error, sizeof cli->error, "out of memory");
+            if (cli->replies_cap == 0)
+                return;
+        } else {
+            for (size_t i = 0; i < cli->replies_count; i++)
+                grown[i] = cli->replies[(cli->replies_head + i) % cli->replies_cap];
+            free(cli->replies);
+            cli->replies = grown;
+            cli->replies_cap = cap;
+            cli->replies_head = 0;
+        }
+    }
+    if (cli->replies_count < cli->replies_cap) {
+        cli->replies[(cli->replies_head + cli->replies_count) % cli->replies_cap] = reply;
+        cli->replies_count++;
+    }
+}
+
+/* Queues cmd[0..len), whose reply collect keeps. */
+static bool send_formatted(sl_cli *cli, const char *cmd, size_t len)
+{
+    if (!cli->link ||
+        !sl_redis_link_send_formatted(cli->link, cmd, len, collect, cli, SL_LINK_KEEP_REPLY)) {
+        if (!cli->error[0])
+            snprintf(cli->error, sizeof cli->error, "%s",
+                     cli->link ? "out of memory" : "connection lost");
+        return false;
+    }
+    cli->awaited++;
+    return true;
+}
+
+static bool append_failed(const sl_cli *cli)
+{
+    fprintf(stderr, "sluice %s: redis %s: cannot queue a command: %s\n", cli->command,
+            cli->address, sl_cli_error(cli));
+    return false;
+}
+
+bool sl_cli_append(sl_cli *cli, const char *format, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, format);
+    int len = redisvFormatCommand(&cmd, format, ap);
+    va_end(ap);
+    if (len < 0) {
+        snprintf(cli->error, sizeof cli->error, "out of memory");
+        return append_failed(cli);
+    }
+    bool sent = send_formatted(cli, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    return sent || append_failed(cli);
+}
+
+bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *lens)
+{
+    char *cmd = NULL;
+    int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (len < 0) {
+        snprintf(cli->error, sizeof cli->error, "out of memory");
+        return append_failed(cli);
+    }
+    bool sent = send_formatted(cli, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    return sent || append_failed(cli);
+}
+
+/* The next reply in order: runs the loop until it is in. NULL if the
+ * connection went first (cli->error says why). */
+static redisReply *next_reply(sl_cli *cli)
+{
+    while (cli->replies_count == 0 && cli->awaited > 0 && cli->link)
+        event_base_loop(cli->base, EVLOOP_ONCE);
+    if (cli->replies_count == 0) {
+        if (!cli->error[0])
+            snprintf(cli->error, sizeof cli->error, "connection lost");
+        return NULL;
+    }
+    redisReply *reply = cli->replies[cli->replies_head];
+    cli->replies_head = (cli->replies_head + 1) % cli->replies_cap;
+    cli->replies_count--;
+    if (!reply && !cli->error[0])
+        snprintf(cli->error, sizeof cli->error, "connection lost");
+    return reply;
+}
+
+redisReply *sl_cli_command(sl_cli *cli, const char *format, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, format);
+    int len = redisvFormatCommand(&cmd, format, ap);
+    va_end(ap);
+    if (len < 0) {
+        snprintf(cli->error, sizeof cli->error, "out of memory");
+        return NULL;
+    }
+    bool sent = send_formatted(cli, cmd, (size_t)len);
+    redisFreeCommand(cmd);
+    return sent ? next_reply(cli) : NULL;
+}
+
+const char *sl_cli_error(const sl_cli *cli)
+{
+    return cli->error[0] ? cli->error : "connection lost";
+}
+
 /* Sends one setup command and checks for an error reply; the message
  * names the command only (its arguments may be secret). */
 static int setup_command(sl_cli *cli, const char *what, int argc, const char **argv)
 {
-    redisReply *reply = redisCommandArgv(cli->conn, argc, argv, NULL);
+    redisReply *reply = sl_cli_append_argv(cli, argc, argv, NULL) ? next_reply(cli) : NULL;
     if (!reply) {
         fprintf(stderr, "sluice %s: redis %s: %s failed: %s\n", cli->command, cli->address, what,
-                cli->conn->errstr);
+                sl_cli_error(cli));
         return SL_CLI_RUNTIME;
     }
     int code = SL_CLI_OK;
@@ -161,17 +300,25 @@ static int setup_command(sl_cli *cli, const char *what, int argc, const char **a
 int sl_cli_connect(sl_cli *cli)
 {
     const sl_redis_target *t = cli->target;
-    struct timeval timeout = {CLI_TIMEOUT_S, 0};
-    cli->conn = t->unix_path ? redisConnectUnixWithTimeout(t->unix_path, timeout)
-                             : redisConnectWithTimeout(t->host, t->port, timeout);
-    if (!cli->conn || cli->conn->err) {
-        fprintf(stderr, "sluice %s: cannot connect to Redis at %s: %s\n", cli->command,
-                cli->address, cli->conn ? cli->conn->errstr : "out of memory");
+    /* A server that closes while a command is written must not kill the
+     * process before the message says so. */
+    signal(SIGPIPE, SIG_IGN);
+    if (t->tls && t->tls_options.no_verify)
+        fprintf(stderr, "sluice %s: warning: redis_tls.verify is false: the server's "
+                        "certificate is not checked\n", cli->command);
+    cli->base = event_base_new();
+    if (!cli->base) {
+        fprintf(stderr, "sluice %s: cannot connect to Redis at %s: out of memory\n",
+                cli->command, cli->address);
         return SL_CLI_RUNTIME;
     }
-    if (redisSetTimeout(cli->conn, timeout) != REDIS_OK) {
-        fprintf(stderr, "sluice %s: redis %s: cannot set the timeout: %s\n", cli->command,
-                cli->address, strerror(errno));
+    cli->link = sl_redis_link_open(cli->base, t, &cli_timeouts, on_link_event, NULL, cli,
+                                   cli->error, sizeof cli->error);
+    while (cli->link && !sl_redis_link_up(cli->link))
+        event_base_loop(cli->base, EVLOOP_ONCE);
+    if (!cli->link) {
+        fprintf(stderr, "sluice %s: cannot connect to Redis at %s: %s\n", cli->command,
+                cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
     }
     if (t->password) {
@@ -199,32 +346,31 @@ int sl_cli_connect(sl_cli *cli)
 
 void sl_cli_close(sl_cli *cli)
 {
-    if (cli->conn)
-        redisFree(cli->conn);
+    sl_redis_link_free(cli->link); /* pending replies are collected as NULL */
+    while (cli->replies_count > 0) {
+        redisReply *reply = cli->replies[cli->replies_head];
+        if (reply)
+            freeReplyObject(reply);
+        cli->replies_head = (cli->replies_head + 1) % cli->replies_cap;
+        cli->replies_count--;
+    }
+    free(cli->replies);
+    if (cli->base)
+        event_base_free(cli->base);
     free(cli->address);
     sl_config_free(cli->config);
     sl_redis_target_clear(&cli->own_target);
     memset(cli, 0, sizeof *cli);
 }
 
-bool sl_cli_appended(const sl_cli *cli, int status)
-{
-    if (status == REDIS_OK)
-        return true;
-    fprintf(stderr, "sluice %s: redis %s: cannot queue a command: %s\n", cli->command,
-            cli->address, cli->conn->errstr[0] ? cli->conn->errstr : "out of memory");
-    return false;
-}
-
 redisReply *sl_cli_reply(sl_cli *cli)
 {
-    void *out = NULL;
-    if (redisGetReply(cli->conn, &out) != REDIS_OK || !out) {
+    redisReply *reply = next_reply(cli);
+    if (!reply) {
         fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address,
-                cli->conn->errstr[0] ? cli->conn->errstr : "connection lost");
+                sl_cli_error(cli));
         return NULL;
     }
-    redisReply *reply = out;
     if (reply->type == REDIS_REPLY_ERROR) {
         fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, reply->str);
         freeReplyObject(reply);

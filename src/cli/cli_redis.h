@@ -1,6 +1,8 @@
 /* cli_redis.h - what the Redis subcommands share: the -c/--redis/--prefix
- * options, loading the config, one blocking connection with a 5 s timeout,
- * and error messages that name the address but never the password. */
+ * options, loading the config, one blocking connection with a 5 s timeout
+ * (the daemon's redis_link, TCP, unix socket or TLS, run on a private
+ * event loop until each reply is in), and error messages that name the
+ * address but never the password. */
 #ifndef SLUICE_CLI_REDIS_H
 #define SLUICE_CLI_REDIS_H
 
@@ -8,10 +10,12 @@
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
+#include <event2/event.h>
 #include <hiredis/hiredis.h>
 
 #include "config/config.h"
 #include "config/redis_url.h"
+#include "redis/redis_link.h"
 
 enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
 
@@ -27,7 +31,7 @@ enum {
 /* Help text lines describing the shared options. */
 #define SL_CLI_COMMON_HELP                                                         \
     "  -c, --config FILE   take Redis, prefix and tenant rules from FILE\n"        \
-    "      --redis URL     or connect to URL (redis://... or unix://...);\n"       \
+    "      --redis URL     or connect to URL (redis://, rediss:// or unix://);\n"  \
     "                      the prefix is then \"sluice\"\n"                        \
     "      --prefix P      use key prefix P instead\n"                             \
     "  -h, --help          print this help\n"
@@ -62,7 +66,12 @@ typedef struct sl_cli {
     const sl_redis_target *target; /* config's or own_target */
     char *address;        /* the URL with the password replaced by "***" */
     char prefix[72];
-    redisContext *conn;   /* NULL until sl_cli_connect */
+    struct event_base *base; /* NULL until sl_cli_connect */
+    sl_redis_link *link;  /* NULL until connected, and once lost */
+    redisReply **replies; /* come, not yet taken; NULL = lost before it came */
+    size_t replies_head, replies_count, replies_cap;
+    size_t awaited;       /* commands sent whose reply has not come */
+    char error[256];      /* why the connection went, "" while it lasts */
 } sl_cli;
 
 /* Loads the config or parses the URL (exactly one of them must be given)
@@ -78,9 +87,19 @@ int sl_cli_connect(sl_cli *cli);
 /* Disconnects and frees; safe on a zeroed or failed sl_cli. */
 void sl_cli_close(sl_cli *cli);
 
-/* Checks what redisAppendCommand* returned: true if REDIS_OK, else
- * prints why (out of memory) and returns false. */
-bool sl_cli_appended(const sl_cli *cli, int status);
+/* Queues a command (printf-like, as hiredis's redisCommand) or one given
+ * as argv/lens; its reply is read with sl_cli_reply, in order. False
+ * after printing why (out of memory, connection lost). */
+bool sl_cli_append(sl_cli *cli, const char *format, ...);
+bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *lens);
+
+/* Sends a command and waits for its reply, which is returned as it came
+ * (an error reply too; caller frees). NULL if the connection failed:
+ * sl_cli_error says why, nothing is printed. */
+redisReply *sl_cli_command(sl_cli *cli, const char *format, ...);
+
+/* Why the last command got no reply ("no reply within 5000 ms", ...). */
+const char *sl_cli_error(const sl_cli *cli);
 
 /* Reads the next pipelined reply. Returns it (caller frees with
  * freeReplyObject), or NULL after printing why: connection lost or timed

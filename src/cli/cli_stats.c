@@ -89,9 +89,9 @@ static int discover(sl_cli *cli, stats_list *list)
         for (size_t i = 0; i < cli->config->tenant_count; i++)
             if (!add_tenant(list, cli->config->tenants[i].name))
                 return out_of_memory();
-    redisReply *reply = redisCommand(cli->conn, "SMEMBERS %s:tenants", cli->prefix);
+    redisReply *reply = sl_cli_command(cli, "SMEMBERS %s:tenants", cli->prefix);
     if (!reply) {
-        fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, cli->conn->errstr);
+        fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
     }
     if (reply->type == REDIS_REPLY_ARRAY) {
@@ -107,9 +107,9 @@ static int discover(sl_cli *cli, stats_list *list)
     char cursor[32] = "0", pattern[SL_KEY_MAX];
     snprintf(pattern, sizeof pattern, "%s:{*}:queue", cli->prefix);
     do {
-        reply = redisCommand(cli->conn, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        reply = sl_cli_command(cli, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
         if (!reply) {
-            fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, cli->conn->errstr);
+            fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, sl_cli_error(cli));
             return SL_CLI_RUNTIME;
         }
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
@@ -177,18 +177,17 @@ static void settings_of(tenant_stats *t, const redisReply *r, const sl_tenant_co
  * pipeline. */
 static int measure(sl_cli *cli, stats_list *list)
 {
-    if (!sl_cli_appended(cli, redisAppendCommand(cli->conn, "TIME")))
+    if (!sl_cli_append(cli, "TIME"))
         return SL_CLI_RUNTIME;
     for (size_t i = 0; i < list->count; i++) {
         sl_tenant_keys keys;
         sl_tenant_keys_init(&keys, cli->prefix, list->items[i].name);
-        if (!sl_cli_appended(cli, redisAppendCommand(cli->conn, "LLEN %s", keys.queue)) ||
-            !sl_cli_appended(cli, redisAppendCommand(cli->conn, "ZCARD %s", keys.inflight)) ||
-            !sl_cli_appended(cli, redisAppendCommand(cli->conn, "ZCARD %s", keys.retry)) ||
-            !sl_cli_appended(cli, redisAppendCommand(cli->conn, "LLEN %s", keys.dlq)) ||
-            !sl_cli_appended(cli,
-                             redisAppendCommand(cli->conn, "HMGET %s next_free frac", keys.shape)) ||
-            !sl_cli_appended(cli, redisAppendCommand(cli->conn, SETTINGS_HMGET, keys.settings)))
+        if (!sl_cli_append(cli, "LLEN %s", keys.queue) ||
+            !sl_cli_append(cli, "ZCARD %s", keys.inflight) ||
+            !sl_cli_append(cli, "ZCARD %s", keys.retry) ||
+            !sl_cli_append(cli, "LLEN %s", keys.dlq) ||
+            !sl_cli_append(cli, "HMGET %s next_free frac", keys.shape) ||
+            !sl_cli_append(cli, SETTINGS_HMGET, keys.settings))
             return SL_CLI_RUNTIME;
     }
     redisReply *reply = sl_cli_reply(cli);

@@ -60,9 +60,9 @@ static const char *const settings_fields[] = {"rate", "capacity", "concurrency",
 /* Redis's clock in unix ms: pauses and events go by the fleet's clock. */
 static int redis_now_ms(sl_cli *cli, int64_t *out)
 {
-    redisReply *r = redisCommand(cli->conn, "TIME");
+    redisReply *r = sl_cli_command(cli, "TIME");
     if (!r) {
-        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, cli->conn->errstr);
+        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
     }
     bool ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -77,11 +77,11 @@ static int redis_now_ms(sl_cli *cli, int64_t *out)
 /* The settings hash as the claim script reads it. */
 static int read_settings(sl_cli *cli, const sl_tenant_keys *keys, sl_settings *s)
 {
-    redisReply *r = redisCommand(cli->conn, "HMGET %s %s %s %s %s %s", keys->settings,
-                                 settings_fields[0], settings_fields[1], settings_fields[2],
-                                 settings_fields[3], settings_fields[4]);
+    redisReply *r = sl_cli_command(cli, "HMGET %s %s %s %s %s %s", keys->settings,
+                                    settings_fields[0], settings_fields[1], settings_fields[2],
+                                    settings_fields[3], settings_fields[4]);
     if (!r) {
-        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, cli->conn->errstr);
+        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != SETTINGS_FIELDS) {
@@ -155,18 +155,18 @@ static int try_changes(sl_cli *cli, const sl_tenant_keys *keys, change *changes,
                        const char *by, bool *raced, int64_t *old, bool *had)
 {
     *raced = false;
-    redisReply *r = redisCommand(cli->conn, "WATCH %s", keys->settings);
+    redisReply *r = sl_cli_command(cli, "WATCH %s", keys->settings);
     if (!r) {
-        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, cli->conn->errstr);
+        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
     }
     freeReplyObject(r);
     int64_t now_ms;
     int code = redis_now_ms(cli, &now_ms);
     for (size_t i = 0; code == SL_CLI_OK && i < n; i++) {
-        if (!(r = redisCommand(cli->conn, "HGET %s %s", keys->settings, changes[i].field))) {
+        if (!(r = sl_cli_command(cli, "HGET %s %s", keys->settings, changes[i].field))) {
             fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address,
-                    cli->conn->errstr);
+                    sl_cli_error(cli));
             return SL_CLI_RUNTIME;
         }
         if (!old_value(r, &had[i], &old[i]))
@@ -174,12 +174,12 @@ static int try_changes(sl_cli *cli, const sl_tenant_keys *keys, change *changes,
         freeReplyObject(r);
     }
     if (code != SL_CLI_OK) {
-        freeReplyObject(redisCommand(cli->conn, "UNWATCH"));
+        freeReplyObject(sl_cli_command(cli, "UNWATCH"));
         return code;
     }
     /* MULTI ... EXEC pipelined: the replies are QUEUED and then EXEC's. */
     size_t sent = 0;
-    bool ok = sl_cli_appended(cli, redisAppendCommand(cli->conn, "MULTI"));
+    bool ok = sl_cli_append(cli, "MULTI");
     sent += ok;
     for (size_t i = 0; ok && i < n; i++) {
         change *c = &changes[i];
@@ -193,21 +193,17 @@ static int try_changes(sl_cli *cli, const sl_tenant_keys *keys, change *changes,
             ok = false;
             break;
         }
-        ok = c->has_new ? sl_cli_appended(cli, redisAppendCommand(cli->conn, "HSET %s %s %lld",
-                                                                   keys->settings, c->field,
-                                                                   (long long)value))
-                        : sl_cli_appended(cli, redisAppendCommand(cli->conn, "HDEL %s %s",
-                                                                   keys->settings, c->field));
-        ok = ok && sl_cli_appended(cli, redisAppendCommand(cli->conn, "LPUSH %s %s", keys->events,
-                                                           event));
+        ok = c->has_new ? sl_cli_append(cli, "HSET %s %s %lld", keys->settings, c->field,
+                                        (long long)value)
+                        : sl_cli_append(cli, "HDEL %s %s", keys->settings, c->field);
+        ok = ok && sl_cli_append(cli, "LPUSH %s %s", keys->events, event);
         free(event);
         sent += ok ? 2 : 0;
         c->value = value;
     }
-    ok = ok && sl_cli_appended(cli, redisAppendCommand(cli->conn, "LTRIM %s 0 %d", keys->events,
-                                                       EVENTS_KEPT - 1));
+    ok = ok && sl_cli_append(cli, "LTRIM %s 0 %d", keys->events, EVENTS_KEPT - 1);
     sent += ok;
-    ok = ok && sl_cli_appended(cli, redisAppendCommand(cli->conn, "EXEC"));
+    ok = ok && sl_cli_append(cli, "EXEC");
     if (!ok)
         return SL_CLI_RUNTIME;
     for (size_t i = 0; i < sent; i++) {
@@ -306,9 +302,9 @@ static int read_shown(sl_cli *cli, const char *tenant, shown *out)
         code = redis_now_ms(cli, &out->now_ms);
     if (code != SL_CLI_OK)
         return code;
-    out->events = redisCommand(cli->conn, "LRANGE %s 0 %d", keys.events, EVENTS_SHOWN - 1);
+    out->events = sl_cli_command(cli, "LRANGE %s 0 %d", keys.events, EVENTS_SHOWN - 1);
     if (!out->events) {
-        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, cli->conn->errstr);
+        fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
     }
     if (out->events->type != REDIS_REPLY_ARRAY)

@@ -10,6 +10,7 @@
  * config_env.c is the real environment. */
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -34,9 +35,11 @@ typedef struct parse_ctx {
     const sl_config_env *env;
 } parse_ctx;
 
-static const char *const top_keys[] = {"redis",   "prefix",  "workers", "admin",
-                                       "tenants", "grace_ms",
+static const char *const top_keys[] = {"redis",   "prefix",   "workers",   "admin",
+                                       "tenants", "grace_ms", "redis_tls",
                                        "forget_idle_ms", "max_discovered_tenants", NULL};
+static const char *const redis_tls_keys[] = {"ca_file", "cert_file", "key_file", "server_name",
+                                             "verify", NULL};
 static const char *const tenant_keys[] = {
     "endpoint", "rate",       "capacity", "overflow",    "concurrency",   "timeout_ms",
     "retry",    "headers",    "format",   "allow_urls",  "max_wait_ms",   "limits",
@@ -197,29 +200,50 @@ static void parse_retry(parse_ctx *c, const cJSON *tenant, const char *parent, s
     }
 }
 
-/* A file of the tenant's "tls" at obj.key: an absolute path (the units run
- * in another directory) that can be read now, so a typo fails check-config
- * rather than every delivery. NULL if absent or wrong (reported). */
+/* A file of a "tls" or "redis_tls" object at obj.key: an absolute path
+ * (the units run in another directory) that can be read now, so that
+ * check-config finds a wrong path rather than the first connection. NULL
+ * if absent or wrong (reported). */
 static char *tls_file(parse_ctx *c, const cJSON *obj, const char *path, const char *key)
 {
-    const char *s = NULL;
-    if (sl_jpath_string(&c->r, obj, path, key, &s) != SL_JPATH_OK)
+    const char *file = NULL;
+    if (sl_jpath_string(&c->r, obj, path, key, &file) != SL_JPATH_OK)
         return NULL;
-    char p[SL_JPATH_LEN], err[256] = "";
-    sl_jpath_key(p, sizeof p, path, key);
-    if (s[0] != '/') {
-        sl_jpath_fail(&c->r, p, "must be an absolute path");
-        return NULL;
-    }
-    char *content = c->env && c->env->read_file_fn
-                        ? c->env->read_file_fn(c->env->ctx, s, err, sizeof err)
-                        : NULL;
-    if (!content) {
-        sl_jpath_fail(&c->r, p, "cannot be read: %s", err[0] ? err : "no file system");
+    char where[SL_JPATH_LEN];
+    sl_jpath_key(where, sizeof where, path, key);
+    if (file[0] != '/') {
+        sl_jpath_fail(&c->r, where, "must be an absolute path");
         return NULL;
     }
-    free(content);
-    return dup_str(c, s);
+    char err[256] = "file reading is not available";
+    char *text = c->env && c->env->read_file_fn
+                     ? c->env->read_file_fn(c->env->ctx, file, err, sizeof err)
+                     : NULL;
+    if (!text) {
+        sl_jpath_fail(&c->r, where, "cannot read %s: %s", file, err);
+        return NULL;
+    }
+    sl_secret_free(text); /* a key file is a secret */
+    return dup_str(c, file);
+}
+
+/* ca_file, cert_file and key_file of the "tls" or "redis_tls" object at
+ * path; a certificate and its key come together. */
+static void parse_tls_files(parse_ctx *c, const cJSON *obj, const char *path, char **ca,
+                            char **cert, char **key)
+{
+    *ca = tls_file(c, obj, path, "ca_file");
+    *cert = tls_file(c, obj, path, "cert_file");
+    *key = tls_file(c, obj, path, "key_file");
+    bool has_cert = sl_jpath_member(obj, "cert_file") != NULL;
+    bool has_key = sl_jpath_member(obj, "key_file") != NULL;
+    if (has_cert != has_key) {
+        char where[SL_JPATH_LEN], other[SL_JPATH_LEN];
+        sl_jpath_key(where, sizeof where, path, has_cert ? "key_file" : "cert_file");
+        sl_jpath_key(other, sizeof other, path, has_cert ? "cert_file" : "key_file");
+        sl_jpath_fail(&c->r, where, "is required with %s (a client certificate needs its key)",
+                      other);
+    }
 }
 
 /* "tls": whom to trust for the tenant's https:// endpoint (a private CA)
@@ -234,15 +258,7 @@ static void parse_tls(parse_ctx *c, const cJSON *tenant, const char *parent, sl_
         return;
     sl_jpath_check_unknown(&c->r, obj, path, tls_keys);
     sl_jpath_check_duplicates(&c->r, obj, path);
-    t->tls_ca_file = tls_file(c, obj, path, "ca_file");
-    t->tls_cert_file = tls_file(c, obj, path, "cert_file");
-    t->tls_key_file = tls_file(c, obj, path, "key_file");
-    bool cert = sl_jpath_member(obj, "cert_file") != NULL, key = sl_jpath_member(obj, "key_file") != NULL;
-    if (cert != key) {
-        char p[SL_JPATH_LEN];
-        sl_jpath_key(p, sizeof p, path, cert ? "key_file" : "cert_file");
-        sl_jpath_fail(&c->r, p, "is required with %s", cert ? "cert_file" : "key_file");
-    }
+    parse_tls_files(c, obj, path, &t->tls_ca_file, &t->tls_cert_file, &t->tls_key_file);
 }
 
 static bool header_value_clean(const char *v)
@@ -645,6 +661,38 @@ static void parse_redis(parse_ctx *c, const cJSON *root, sl_config *cfg)
     sl_secret_free(resolved);
 }
 
+/* "redis_tls": how to talk TLS to a rediss:// server. */
+static void parse_redis_tls(parse_ctx *c, const cJSON *root, sl_config *cfg)
+{
+    char path[SL_JPATH_LEN];
+    sl_jpath_status st;
+    const cJSON *tls = sl_jpath_object(&c->r, root, "", "redis_tls", path, sizeof path, &st);
+    if (!tls)
+        return;
+    sl_jpath_check_unknown(&c->r, tls, "redis_tls", redis_tls_keys);
+    sl_jpath_check_duplicates(&c->r, tls, "redis_tls");
+    sl_redis_tls_options *o = &cfg->redis.tls_options;
+    parse_tls_files(c, tls, "redis_tls", &o->ca_file, &o->cert_file, &o->key_file);
+    const char *name = NULL;
+    if (sl_jpath_string(&c->r, tls, "redis_tls", "server_name", &name) == SL_JPATH_OK) {
+        if (!name_ok(name, 253, "-.") || name[0] == '.' || name[0] == '-')
+            sl_jpath_fail(&c->r, "redis_tls.server_name",
+                          "must be a host name (letters, digits, '-' and '.')");
+        else
+            o->server_name = dup_str(c, name);
+    }
+    const cJSON *verify = sl_jpath_member(tls, "verify");
+    if (verify && !cJSON_IsBool(verify))
+        sl_jpath_fail(&c->r, "redis_tls.verify", "must be true or false, not %s",
+                      sl_jpath_type(verify));
+    else if (verify)
+        o->no_verify = cJSON_IsFalse(verify);
+    /* Only a rediss:// URL talks TLS; options elsewhere would be ignored
+     * silently, which hides a mistake. A URL already refused says so. */
+    if (cfg->redis_url_redacted && !cfg->redis.tls)
+        sl_jpath_fail(&c->r, "redis_tls", "applies only to a rediss:// URL in \"redis\"");
+}
+
 static void parse_admin(parse_ctx *c, const cJSON *root, sl_config *cfg)
 {
     const cJSON *v = sl_jpath_member(root, "admin");
@@ -714,6 +762,7 @@ sl_config *sl_config_parse(const char *json_text, const sl_config_env *env, sl_e
     sl_jpath_check_duplicates(&c->r, root, "");
 
     parse_redis(c, root, cfg);
+    parse_redis_tls(c, root, cfg);
 
     const char *prefix = DEFAULT_PREFIX;
     if (sl_jpath_string(&c->r, root, "", "prefix", &prefix) == SL_JPATH_OK &&

@@ -14,7 +14,14 @@ static bool same_target(const sl_redis_target *a, const sl_redis_target *b)
 {
     return same_string(a->host, b->host) && a->port == b->port &&
            same_string(a->unix_path, b->unix_path) && same_string(a->username, b->username) &&
-           same_string(a->password, b->password) && a->db == b->db;
+           same_string(a->password, b->password) && a->db == b->db && a->tls == b->tls;
+}
+
+static bool same_tls(const sl_redis_tls_options *a, const sl_redis_tls_options *b)
+{
+    return same_string(a->ca_file, b->ca_file) && same_string(a->cert_file, b->cert_file) &&
+           same_string(a->key_file, b->key_file) &&
+           same_string(a->server_name, b->server_name) && a->no_verify == b->no_verify;
 }
 
 static void note(char *out, size_t out_size, size_t *count, const char *name)
@@ -32,6 +39,8 @@ size_t sl_config_reload_blockers(const sl_config *running, const sl_config *next
         out[0] = '\0';
     if (!same_target(&running->redis, &next->redis))
         note(out, out_size, &count, "redis");
+    if (!same_tls(&running->redis.tls_options, &next->redis.tls_options))
+        note(out, out_size, &count, "redis_tls");
     if (!same_string(running->prefix, next->prefix))
         note(out, out_size, &count, "prefix");
     if (running->workers != next->workers)

@@ -1,4 +1,4 @@
-/* redis_url.c - parsing redis:// and unix:// URLs without leaking secrets.
+/* redis_url.c - parsing redis://, rediss:// and unix:// URLs without leaking secrets.
  *
  * No message written here quotes any part of the URL: a malformed URL may
  * have its password anywhere, so errors only say which part is wrong. */
@@ -231,8 +231,10 @@ bool sl_redis_target_parse(const char *url, sl_redis_target *out, char *err, siz
         ok = parse_tcp(url + 8, out, err, err_size);
     else if (strncasecmp(url, "unix://", 7) == 0)
         ok = parse_unix(url + 7, out, err, err_size);
-    else if (strncasecmp(url, "rediss://", 9) == 0)
-        ok = fail(err, err_size, "redis: rediss:// (TLS) is not supported; use redis:// or unix://");
+    else if (strncasecmp(url, "rediss://", 9) == 0) {
+        out->tls = true;
+        ok = parse_tcp(url + 9, out, err, err_size);
+    }
     else
         ok = fail(err, err_size,
                   "redis: must be a redis://host:port/db or unix:///path/to/redis.sock URL");
@@ -260,7 +262,7 @@ char *sl_redis_target_redacted(const sl_redis_target *t)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    fputs(t->unix_path ? "unix://" : "redis://", f);
+    fputs(t->unix_path ? "unix://" : t->tls ? "rediss://" : "redis://", f);
     if (t->username || t->password) {
         if (t->username)
             put_encoded(f, t->username);
@@ -291,5 +293,9 @@ void sl_redis_target_clear(sl_redis_target *t)
         explicit_bzero(t->password, strlen(t->password));
         free(t->password);
     }
+    free(t->tls_options.ca_file);
+    free(t->tls_options.cert_file);
+    free(t->tls_options.key_file);
+    free(t->tls_options.server_name);
     memset(t, 0, sizeof *t);
 }

@@ -4,16 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
-
-#include "redis/keys.h"
 #include "base/log.h"
+#include "redis/keys.h"
 #include "redis/notify.h"
+#include "redis/redis_link.h"
 
 #define RECONNECT_MIN_MS 200
 #define RECONNECT_MAX_MS 10000
 #define RECHECK_MS 30000 /* notifications off: look again this often */
+
+static const sl_redis_link_timeouts link_timeouts = {
+    .connect_ms = 5000, .handshake_ms = 5000, .reply_ms = 5000};
 
 struct sl_notify {
     struct event_base *base;
@@ -22,11 +23,11 @@ struct sl_notify {
     sl_notify_push_fn on_push;
     sl_notify_state_fn on_state;
     void *arg;
-    redisAsyncContext *ac;
+    sl_redis_link *link; /* NULL while disconnected */
     struct event *reconnect_timer;
     long backoff_ms;
     bool active;
-    bool closing;
+    bool connected; /* the link came up */
     char channel_prefix[64]; /* "__keyspace@<db>__:" */
 };
 
@@ -50,12 +51,10 @@ static void schedule_reconnect(sl_notify *n, long delay_ms)
 }
 
 /* Every message of the subscription: ["pmessage", pattern, channel, event]. */
-static void on_message(redisAsyncContext *ac, void *r, void *privdata)
+static void on_message(redisReply *reply, void *arg)
 {
-    (void)ac;
-    sl_notify *n = privdata;
-    redisReply *reply = r;
-    if (!reply || n->closing)
+    sl_notify *n = arg;
+    if (!reply)
         return;
     if (reply->type == REDIS_REPLY_ERROR) {
         /* PSUBSCRIBE refused (an ACL without the channel, a server still
@@ -63,7 +62,7 @@ static void on_message(redisAsyncContext *ac, void *r, void *privdata)
          * drop it and look again later. */
         SL_LOG(SL_LOG_WARNING, "msg=\"notifications: PSUBSCRIBE failed, retrying later\" error=\"%s\"",
                reply->str);
-        redisAsyncDisconnect(n->ac);
+        sl_redis_link_close(n->link, "PSUBSCRIBE failed");
         return;
     }
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
@@ -93,15 +92,14 @@ static void subscribe(sl_notify *n)
 {
     char pattern[SL_KEY_MAX + 64];
     snprintf(pattern, sizeof pattern, "%s%s:{*}:queue", n->channel_prefix, n->prefix);
-    redisAsyncCommand(n->ac, on_message, n, "PSUBSCRIBE %s", pattern);
+    const char *argv[] = {"PSUBSCRIBE", pattern};
+    sl_redis_link_send_argv(n->link, 2, argv, NULL, on_message, n, SL_LINK_SUBSCRIBE);
 }
 
-static void on_config(redisAsyncContext *ac, void *r, void *privdata)
+static void on_config(redisReply *reply, void *arg)
 {
-    (void)ac;
-    sl_notify *n = privdata;
-    redisReply *reply = r;
-    if (!reply || n->closing)
+    sl_notify *n = arg;
+    if (!reply)
         return;
     const char *flags = NULL;
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
@@ -115,47 +113,55 @@ static void on_config(redisAsyncContext *ac, void *r, void *privdata)
            "msg=\"keyspace notifications off (notify-keyspace-events needs K and l): idle tenants are polled, at least once a second\" setting=\"%s\"",
            flags ? flags : (reply->type == REDIS_REPLY_ERROR ? reply->str : "?"));
     /* Look again later; the connection is not needed meanwhile. */
-    redisAsyncDisconnect(n->ac);
+    sl_redis_link_close(n->link, "notifications off");
 }
 
-static void on_auth(redisAsyncContext *ac, void *r, void *privdata)
+static void on_auth(redisReply *reply, void *arg)
 {
-    (void)ac;
-    redisReply *reply = r;
-    sl_notify *n = privdata;
-    if (reply && reply->type == REDIS_REPLY_ERROR && !n->closing) {
+    sl_notify *n = arg;
+    if (reply && reply->type == REDIS_REPLY_ERROR) {
         SL_LOG(SL_LOG_ERROR, "msg=\"notifications: AUTH failed, retrying later\" error=\"%s\"",
                reply->str);
-        redisAsyncDisconnect(n->ac);
+        sl_redis_link_close(n->link, "AUTH failed");
     }
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+static void on_connected(sl_notify *n)
 {
-    sl_notify *n = ac->data;
-    if (status != REDIS_OK) {
-        n->ac = NULL; /* hiredis frees it */
+    const sl_redis_target *t = n->target;
+    if (t->password && t->username) {
+        const char *argv[] = {"AUTH", t->username, t->password};
+        sl_redis_link_send_argv(n->link, 3, argv, NULL, on_auth, n, 0);
+    } else if (t->password) {
+        const char *argv[] = {"AUTH", t->password};
+        sl_redis_link_send_argv(n->link, 2, argv, NULL, on_auth, n, 0);
+    }
+    const char *argv[] = {"CONFIG", "GET", "notify-keyspace-events"};
+    sl_redis_link_send_argv(n->link, 3, argv, NULL, on_config, n, 0);
+}
+
+/* Up: ask whether notifications are on. Gone: a failed connect backs off;
+ * a subscription lost comes back after the backoff; a connection dropped
+ * because notifications were off looks again after RECHECK_MS. */
+static void on_link_event(void *arg, bool up, const char *why)
+{
+    sl_notify *n = arg;
+    if (up) {
+        n->connected = true;
+        on_connected(n);
+        return;
+    }
+    (void)why;
+    bool was_connected = n->connected, was_active = n->active;
+    sl_redis_link_free(n->link);
+    n->link = NULL;
+    n->connected = false;
+    set_active(n, false);
+    if (!was_connected) {
         schedule_reconnect(n, n->backoff_ms);
         n->backoff_ms = n->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : n->backoff_ms * 2;
         return;
     }
-    const sl_redis_target *t = n->target;
-    if (t->password && t->username)
-        redisAsyncCommand(n->ac, on_auth, n, "AUTH %s %s", t->username, t->password);
-    else if (t->password)
-        redisAsyncCommand(n->ac, on_auth, n, "AUTH %s", t->password);
-    redisAsyncCommand(n->ac, on_config, n, "CONFIG GET notify-keyspace-events");
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    (void)status;
-    sl_notify *n = ac->data;
-    if (n->closing)
-        return;
-    n->ac = NULL; /* hiredis frees it */
-    bool was_active = n->active;
-    set_active(n, false);
     schedule_reconnect(n, was_active ? n->backoff_ms : RECHECK_MS);
 }
 
@@ -164,20 +170,11 @@ static void connect_now(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     sl_notify *n = arg;
-    const sl_redis_target *t = n->target;
-    redisAsyncContext *ac = t->unix_path ? redisAsyncConnectUnix(t->unix_path)
-                                         : redisAsyncConnect(t->host, t->port);
-    if (!ac || ac->err) {
-        if (ac)
-            redisAsyncFree(ac);
+    char err[256];
+    n->link = sl_redis_link_open(n->base, n->target, &link_timeouts, on_link_event, NULL, n, err,
+                                 sizeof err);
+    if (!n->link)
         schedule_reconnect(n, RECONNECT_MAX_MS);
-        return;
-    }
-    ac->data = n;
-    n->ac = ac;
-    redisLibeventAttach(ac, n->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
 }
 
 sl_notify *sl_notify_new(struct event_base *base, const sl_redis_target *target,
@@ -208,9 +205,7 @@ void sl_notify_free(sl_notify *n)
 {
     if (!n)
         return;
-    n->closing = true;
-    if (n->ac)
-        redisAsyncFree(n->ac);
+    sl_redis_link_free(n->link);
     event_free(n->reconnect_timer);
     free(n);
 }

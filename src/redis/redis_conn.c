@@ -1,19 +1,20 @@
-/* redis_conn.c - see redis_conn.h. */
+/* redis_conn.c - see redis_conn.h. The transport (TCP, unix socket or
+ * TLS, with its connect, handshake and reply deadlines) is redis_link's;
+ * this file keeps a link usable: backoff, AUTH, SELECT, SCRIPT LOAD. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
-
 #include "base/log.h"
 #include "redis/lua_scripts.h"
-#include "base/monotonic.h"
 #include "redis/redis_conn.h"
+#include "redis/redis_link.h"
 
 #define RECONNECT_MIN_MS 100
 #define RECONNECT_MAX_MS 5000
-#define REPLY_TIMEOUT_US (5 * 1000000)
-#define WATCHDOG_MS 500
+/* Replies that stop coming mean a dead peer TCP cannot see. */
+static const sl_redis_link_timeouts link_timeouts = {
+    .connect_ms = 5000, .handshake_ms = 5000, .reply_ms = 5000};
 
 static const char *const daemon_scripts[] = {"claim", "ack"};
 #define SCRIPT_COUNT (sizeof daemon_scripts / sizeof daemon_scripts[0])
@@ -29,28 +30,18 @@ struct sl_redis_conn {
     const sl_redis_target *target;
     sl_redis_ready_fn on_ready;
     void *arg;
-    redisAsyncContext *ac;  /* NULL while disconnected */
+    sl_redis_link *link;  /* NULL while disconnected */
     bool connected;
     bool ready;
     char sha[SCRIPT_COUNT][41];
     size_t scripts_loaded;
     unsigned script_generation; /* replies of an older load are ignored */
     struct event *reconnect_timer;
-    struct event *watchdog;
     long backoff_ms;
-    size_t pending;         /* commands sent, not yet answered */
-    int64_t last_reply_us;
     sl_redis_metrics *metrics; /* the caller's, or own_metrics */
     sl_redis_metrics own_metrics;
-    bool closing; /* freeing: the disconnect is ours, do not reconnect */
     setup_step auth_step, select_step;
 };
-
-typedef struct pending_call {
-    sl_redis_conn *conn;
-    sl_redis_reply_fn fn;
-    void *arg;
-} pending_call;
 
 bool sl_redis_is_noscript(const redisReply *reply)
 {
@@ -72,37 +63,20 @@ static void schedule_reconnect(sl_redis_conn *conn)
     conn->backoff_ms = conn->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : conn->backoff_ms * 2;
 }
 
-/* Every reply passes here: it keeps the watchdog's clock and the count. */
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
+/* Every reply passes here before its callback. */
+static void count_reply(void *arg, const redisReply *reply)
 {
-    (void)ac;
-    pending_call *call = privdata;
-    sl_redis_conn *conn = call->conn;
-    conn->pending--;
-    conn->last_reply_us = sl_monotonic_us();
-    if (r && ((redisReply *)r)->type == REDIS_REPLY_ERROR)
+    sl_redis_conn *conn = arg;
+    if (reply->type == REDIS_REPLY_ERROR)
         sl_counter_add(&conn->metrics->errors, 1);
-    call->fn(r, call->arg);
-    free(call);
 }
 
 static bool send_internal(sl_redis_conn *conn, int argc, const char **argv, const size_t *argvlen,
                           sl_redis_reply_fn fn, void *arg)
 {
-    if (!conn->ac || !conn->connected)
+    if (!conn->link || !conn->connected)
         return false;
-    pending_call *call = malloc(sizeof *call);
-    if (!call)
-        return false;
-    *call = (pending_call){conn, fn, arg};
-    if (conn->pending == 0)
-        conn->last_reply_us = sl_monotonic_us(); /* the reply clock starts now */
-    if (redisAsyncCommandArgv(conn->ac, on_reply, call, argc, argv, argvlen) != REDIS_OK) {
-        free(call);
-        return false;
-    }
-    conn->pending++;
-    return true;
+    return sl_redis_link_send_argv(conn->link, argc, argv, argvlen, fn, arg, 0);
 }
 
 bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const size_t *argvlen,
@@ -115,15 +89,14 @@ bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const 
 
 /* A setup step that failed (AUTH refused, SELECT out of range, a server
  * still LOADING its dump, ...) leaves a connection that will never be
- * ready: drop it, and on_disconnect reconnects after the backoff, which
- * grows until a setup succeeds. Safe inside a hiredis callback: hiredis
- * disconnects once the replies still due have come. */
-static void drop_connection(sl_redis_conn *conn)
+ * ready: drop it, and on_link_event reconnects after the backoff, which
+ * grows until a setup succeeds. Safe inside a reply callback: the link
+ * closes on the loop's next turn. */
+static void drop_connection(sl_redis_conn *conn, const char *why)
 {
-    if (conn->ac && !conn->closing)
-        redisAsyncDisconnect(conn->ac);
+    if (conn->link)
+        sl_redis_link_close(conn->link, why);
 }
-
 typedef struct script_load {
     sl_redis_conn *conn;
     size_t index;
@@ -145,7 +118,7 @@ static void on_script_loaded(redisReply *reply, void *arg)
         } else if (reply) {
             SL_LOG(SL_LOG_ERROR, "msg=\"SCRIPT LOAD failed, reconnecting\" script=%s error=\"%s\"",
                    daemon_scripts[load->index], reply->type == REDIS_REPLY_ERROR ? reply->str : "?");
-            drop_connection(conn);
+            drop_connection(conn, "SCRIPT LOAD failed");
         }
     }
     free(load);
@@ -176,21 +149,12 @@ static void on_setup_reply(redisReply *reply, void *arg)
     if (reply && reply->type == REDIS_REPLY_ERROR) {
         SL_LOG(SL_LOG_ERROR, "msg=\"redis %s failed, reconnecting\" error=\"%s\"", step->what,
                reply->str);
-        drop_connection(step->conn);
+        drop_connection(step->conn, "setup failed");
     }
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+static void on_connected(sl_redis_conn *conn)
 {
-    sl_redis_conn *conn = ac->data;
-    if (status != REDIS_OK) {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", ac->errstr,
-               conn->backoff_ms);
-        sl_counter_add(&conn->metrics->errors, 1);
-        conn->ac = NULL; /* hiredis frees it after this callback */
-        schedule_reconnect(conn);
-        return;
-    }
     conn->connected = true;
     const sl_redis_target *t = conn->target;
     if (t->password) {
@@ -211,19 +175,29 @@ static void on_connect(const redisAsyncContext *ac, int status)
     sl_redis_conn_reload_scripts(conn);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+/* The link is up, or gone (its pending callbacks have had NULL). A link
+ * that never came up is a failed connect; one that did is a lost
+ * connection. Either way the next attempt waits for the backoff. */
+static void on_link_event(void *arg, bool up, const char *why)
 {
-    sl_redis_conn *conn = ac->data;
-    (void)status;
-    if (conn->closing)
+    sl_redis_conn *conn = arg;
+    if (up) {
+        on_connected(conn);
         return;
-    conn->ac = NULL; /* hiredis frees it after this callback */
+    }
+    bool was_connected = conn->connected;
     conn->connected = false;
-    conn->pending = 0;
-    sl_counter_add(&conn->metrics->reconnects, 1);
     sl_counter_add(&conn->metrics->errors, 1);
-    SL_LOG(SL_LOG_WARNING, "msg=\"redis connection lost\" error=\"%s\" retry_ms=%ld",
-           ac->errstr[0] ? ac->errstr : "closed", conn->backoff_ms);
+    if (was_connected) {
+        sl_counter_add(&conn->metrics->reconnects, 1);
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis connection lost\" error=\"%s\" retry_ms=%ld", why,
+               conn->backoff_ms);
+    } else {
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", why,
+               conn->backoff_ms);
+    }
+    sl_redis_link_free(conn->link); /* after the log: why is the link's */
+    conn->link = NULL;
     set_ready(conn, false);
     schedule_reconnect(conn);
 }
@@ -233,34 +207,14 @@ static void connect_now(evutil_socket_t fd, short kind, void *arg)
     (void)fd;
     (void)kind;
     sl_redis_conn *conn = arg;
-    const sl_redis_target *t = conn->target;
-    redisAsyncContext *ac = t->unix_path ? redisAsyncConnectUnix(t->unix_path)
-                                         : redisAsyncConnect(t->host, t->port);
-    if (!ac || ac->err) {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld",
-               ac ? ac->errstr : "out of memory", conn->backoff_ms);
+    char err[256];
+    conn->link = sl_redis_link_open(conn->base, conn->target, &link_timeouts, on_link_event,
+                                    count_reply, conn, err, sizeof err);
+    if (!conn->link) {
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", err,
+               conn->backoff_ms);
         sl_counter_add(&conn->metrics->errors, 1);
-        if (ac)
-            redisAsyncFree(ac);
         schedule_reconnect(conn);
-        return;
-    }
-    ac->data = conn;
-    conn->ac = ac;
-    redisLibeventAttach(ac, conn->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-}
-
-/* Replies that stop coming mean a dead peer TCP cannot see: drop it. */
-static void watchdog(evutil_socket_t fd, short kind, void *arg)
-{
-    (void)fd;
-    (void)kind;
-    sl_redis_conn *conn = arg;
-    if (conn->ac && conn->pending > 0 && sl_monotonic_us() - conn->last_reply_us > REPLY_TIMEOUT_US) {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis not answering, reconnecting\" pending=%zu", conn->pending);
-        redisAsyncDisconnect(conn->ac);
     }
 }
 
@@ -279,13 +233,14 @@ sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target 
     conn->auth_step = (setup_step){conn, "AUTH"};
     conn->select_step = (setup_step){conn, "SELECT"};
     conn->reconnect_timer = evtimer_new(base, connect_now, conn);
-    conn->watchdog = event_new(base, -1, EV_PERSIST, watchdog, conn);
-    if (!conn->reconnect_timer || !conn->watchdog) {
+    if (!conn->reconnect_timer) {
         sl_redis_conn_free(conn);
         return NULL;
     }
-    struct timeval every = {0, WATCHDOG_MS * 1000};
-    event_add(conn->watchdog, &every);
+    if (target->tls && target->tls_options.no_verify)
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis_tls.verify is false: the Redis server's certificate "
+                               "is NOT checked, anyone on the path can read and change every "
+                               "job\"");
     struct timeval now = {0, 0};
     evtimer_add(conn->reconnect_timer, &now);
     return conn;
@@ -295,13 +250,9 @@ void sl_redis_conn_free(sl_redis_conn *conn)
 {
     if (!conn)
         return;
-    conn->closing = true;
-    if (conn->ac)
-        redisAsyncFree(conn->ac); /* pending callbacks get NULL replies */
+    sl_redis_link_free(conn->link); /* pending callbacks get NULL replies */
     if (conn->reconnect_timer)
         event_free(conn->reconnect_timer);
-    if (conn->watchdog)
-        event_free(conn->watchdog);
     free(conn);
 }
 

@@ -1,8 +1,8 @@
 /* redis_conn.h - one asynchronous Redis connection on a libevent base that
  * keeps itself usable: it reconnects with backoff, authenticates, selects
  * the database and loads the daemon's scripts after every connect, and
- * drops a connection whose replies stop coming (hiredis 0.14 has no async
- * timeouts of its own). */
+ * drops a connection whose replies stop coming. Plain TCP, a unix socket
+ * or TLS (rediss://), by redis_link. */
 #ifndef SLUICE_REDIS_CONN_H
 #define SLUICE_REDIS_CONN_H
 
@@ -18,7 +18,7 @@
 typedef struct sl_redis_conn sl_redis_conn;
 
 /* A command's reply; NULL if the connection was lost before it came. The
- * reply is freed by hiredis after the callback returns. */
+ * reply is freed after the callback returns. */
 typedef void (*sl_redis_reply_fn)(redisReply *reply, void *arg);
 /* Called with ready = true once connected and scripts are loaded, and with
  * false when the connection is lost (pending callbacks get NULL replies). */
