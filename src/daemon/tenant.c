@@ -65,7 +65,7 @@ struct tenant {
     job *head, *tail;  /* claimed, waiting for their slot (slot order) */
     size_t waiting;
     sl_pace pace;         /* how fast late jobs may catch up (pacing.h) */
-    int64_t interval_us;  /* 1/rate, rounded down */
+    sl_pace_rules pace_rules; /* its bound and catch-up, from the rate */
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
@@ -335,19 +335,19 @@ static void send_job(tenant *t, job *j)
 
 static bool head_may_leave(const tenant *t, int64_t now)
 {
-    return sl_departure_allowed(t->head->send_at_us, &t->pace, t->interval_us, now);
+    return sl_departure_allowed(t->head->send_at_us, &t->pace, &t->pace_rules, now);
 }
 
 static int64_t head_departure(const tenant *t)
 {
-    return sl_departure_at(t->head->send_at_us, &t->pace, t->interval_us);
+    return sl_departure_at(t->head->send_at_us, &t->pace, &t->pace_rules);
 }
 
-/* Before the job leaves the waiting list: the pace reads the head's slot. */
+/* Counts the head job's departure at now in its lateness and its pace. */
 static void note_departure(tenant *t, const job *j, int64_t now)
 {
     sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, now - j->send_at_us);
-    sl_pace_note(&t->pace, t->interval_us, head_departure(t), now);
+    sl_pace_note(&t->pace, &t->pace_rules, now);
 }
 
 /* One line per departure: tenant, claim id, slot and departure on Redis's
@@ -558,7 +558,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .idempotency_header = config->idempotency_header,
     };
     t->acks.delay_us = sl_ack_delay_us(config->rate_milli);
-    t->interval_us = sl_claim_interval_us(config->rate_milli);
+    t->pace_rules = sl_pace_rules_for(config->rate_milli);
     return true;
 }
 

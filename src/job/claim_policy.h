@@ -133,12 +133,13 @@ bool sl_claim_saturated(size_t in_flight, size_t concurrency, int64_t head_slot_
 
 /* ---- departures ---- */
 
-/* Whether the head job (slot slot_us) of a tenant whose slots are
- * interval_us apart may leave at now_us: at its slot (a timer may fire a
- * hair early: SL_SEND_EARLY_US) and as the pace p allows (exactly). */
-bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, int64_t interval_us, int64_t now_us);
+/* Whether the head job (slot slot_us) of a tenant paced by p under rules r
+ * may leave at now_us: at its slot (a timer may fire a hair early:
+ * SL_SEND_EARLY_US) and as the pace allows (exactly). */
+bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r,
+                          int64_t now_us);
 /* When that head job leaves: the later of its slot and what the pace allows. */
-int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, int64_t interval_us);
+int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r);
 
 /* Whether a request that may take timeout_us, sent at now_us, could
  * outlive its job's lease (ending at lease_end_us on this host's clock):
