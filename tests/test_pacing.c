@@ -164,10 +164,10 @@ Test(pacing, the_window_and_its_bound_are_those_of_the_spec)
         cr_assert(fabs((double)r.window_us - window_of(rates[i])) <= 1, "%g/s: W %lld us", rates[i],
                   (long long)r.window_us);
         cr_assert_eq(sl_pace_most_in(&r, r.window_us), r.most_in_window, "%g/s", rates[i]);
-        /* the catch-up: 1.02 / 1.005 (1.49%) to 2% above the rate */
+        /* the catch-up: 1.02 / 1.01 (0.99%) to 2% above the rate */
         double speedup = 1e9 / rates[i] / (double)r.gap_ns;
-        cr_assert(speedup <= 1.02 && speedup >= 1.02 / 1.005, "%g/s: catch-up x%.4f", rates[i], speedup);
-        cr_assert_geq(r.tolerance_ns, 500000 < r.window_us * 5 ? 500000 : r.window_us * 5,
+        cr_assert(speedup <= 1.02 && speedup >= 1.02 / 1.01, "%g/s: catch-up x%.4f", rates[i], speedup);
+        cr_assert_geq(r.tolerance_ns, r.window_us * 10, /* W / 100: 1 ms at 100 ms */
                       "%g/s: tolerance %lld ns", rates[i], (long long)r.tolerance_ns);
     }
     sl_pace_rules r = sl_pace_rules_for(1000000);
@@ -223,14 +223,14 @@ Test(pacing, a_50_ms_stall_at_1000_per_s_is_made_up_at_2_percent)
     run_worker(&(sim_machine){.stall_at = 1000000, .stall_us = 50000, .max_late_us = 50}, &t, 1);
     assert_window_bound(&t);
     /* the stall's 50 jobs leave paced: the catch-up, from the stall's end
-     * to the first job less than an interval late, runs 1.5% to 2% fast */
+     * to the first job less than an interval late, runs 1% to 2% fast */
     size_t first = 1000, back = first;
     while (lateness(&t, back) >= 1000)
         back++;
     /* (the first two leave together: the bound's "+ 1") */
     double catch_up =
         (double)(back - first - 1) * 1e6 / (double)(t.out[back] - t.out[first + 1]) / t.rate;
-    cr_assert(catch_up > 1.015 && catch_up <= 1.02, "catch-up x%.4f over %zu jobs", catch_up,
+    cr_assert(catch_up > 1.0099 && catch_up <= 1.02, "catch-up x%.4f over %zu jobs", catch_up,
               back - first);
     cr_assert_lt(t.out[back] - t.out[first], 4000000, "back on its slots %lld us after the stall",
                  (long long)(t.out[back] - t.out[first]));
@@ -334,7 +334,7 @@ Test(pacing, tenants_of_one_worker_keep_their_own_pace)
     for (size_t k = 0; k < 3; k++) {
         assert_window_bound(&ts[k]);
         int64_t p50 = lateness_pct(&ts[k], 50), p99 = lateness_pct(&ts[k], 99);
-        cr_assert_leq(p50, 1000, "%g/s: lateness p50 %lld us", rates[k], (long long)p50);
+        cr_assert_leq(p50, 2500, "%g/s: lateness p50 %lld us", rates[k], (long long)p50);
         cr_assert_leq(p99, 5500, "%g/s: lateness p99 %lld us", rates[k], (long long)p99);
         cr_assert_lt(fabs(rate_error(&ts[k])), 0.002, "%g/s: rate error %.4f%%", rates[k],
                      rate_error(&ts[k]) * 100);

@@ -7,7 +7,7 @@
  * tenant's rate would fall short. The pace is what SPEC §4 measures:
  *   - in every window W = max(10 intervals, 100 ms) at most
  *     floor(1.02 x rate x W) + 1 departures (the window bound);
- *   - late jobs catch up at most 2% above the rate (1.5% at least), so
+ *   - late jobs catch up at most 2% above the rate (1% at least), so
  *     lateness returns to 0: the slots never move, only how fast a late
  *     job may follow the previous departure.
  * It is a virtual scheduler (the GCRA of ATM cell pacing): each departure
@@ -18,8 +18,9 @@
  * however late any wake-up came. A wake-up late by less than the
  * tolerance loses nothing (what it finds due leaves at once, several jobs
  * per wake-up where intervals are short); one later than that slows the
- * catch-up, never the slots. The tolerance is about one interval (0.78 of
- * one up to 100/s, where W is 10 intervals) and at least 0.5 ms.
+ * catch-up, never the slots. The tolerance is 0.78 of an interval up to
+ * 100/s (where W is 10 intervals), about one interval and at least 1 ms
+ * above: the catch-up and the tolerance share the bound's 2% of W.
  * This holds for one process. In a fleet each process paces only its own
  * departures: a member catching up after a stall can crowd the merged
  * stream while the others keep their slots (measured in bench/RESULTS.md).
@@ -34,7 +35,7 @@
 typedef struct sl_pace_rules {
     int64_t window_us;      /* W = max(10 intervals, 100 ms), to the us below */
     int64_t most_in_window; /* floor(1.02 x rate x W) + 1 */
-    int64_t gap_ns;         /* the least spacing of a catch-up: 1/(1.015..1.02 x rate) */
+    int64_t gap_ns;         /* the least spacing of a catch-up: 1/(1.01..1.02 x rate) */
     int64_t tolerance_ns;   /* how far before its due time a departure may go */
 } sl_pace_rules;
 
