@@ -68,7 +68,14 @@ static void tenant_init(sim_tenant *t, double rate, int64_t first_slot, size_t n
 {
     *t = (sim_tenant){.rate = rate, .first_slot = first_slot, .n = n};
     t->rules = sl_pace_rules_for((int64_t)(rate * 1000 + 0.5));
+    cr_assert(sl_pace_reset(&t->pace, &t->rules));
     t->out = calloc(n, sizeof *t->out);
+}
+
+static void tenant_free(sim_tenant *t)
+{
+    sl_pace_free(&t->pace);
+    free(t->out);
 }
 
 /* When a wake-up meant for `at` (late by `late`) comes on the machine:
@@ -188,7 +195,7 @@ Test(pacing, on_schedule_nobody_waits)
     run_worker(&(sim_machine){0}, &t, 1);
     for (size_t i = 0; i < t.n; i++)
         cr_assert_eq(lateness(&t, i), 0, "job %zu held back", i);
-    free(t.out);
+    tenant_free(&t);
 }
 
 Test(pacing, timer_lateness_within_the_tolerance_is_not_punished)
@@ -201,7 +208,7 @@ Test(pacing, timer_lateness_within_the_tolerance_is_not_punished)
     for (size_t i = 0; i < t.n; i++)
         cr_assert_leq(lateness(&t, i), 1000, "job %zu: %lld us late", i, (long long)lateness(&t, i));
     assert_window_bound(&t);
-    free(t.out);
+    tenant_free(&t);
 }
 
 Test(pacing, a_late_departure_does_not_hold_the_next_job)
@@ -227,9 +234,12 @@ Test(pacing, a_50_ms_stall_at_1000_per_s_is_made_up_at_2_percent)
     size_t first = 1000, back = first;
     while (lateness(&t, back) >= 1000)
         back++;
-    /* (the first two leave together: the bound's "+ 1") */
-    double catch_up =
-        (double)(back - first - 1) * 1e6 / (double)(t.out[back] - t.out[first + 1]) / t.rate;
+    /* (the first few leave together: what the tolerance allows at once) */
+    size_t burst = 1 + (size_t)(t.rules.tolerance_ns / t.rules.gap_ns);
+    cr_assert_eq(t.out[first + burst - 1], t.out[first]);
+    cr_assert_gt(t.out[first + burst], t.out[first], "more than the tolerance at once");
+    double catch_up = (double)(back - first - burst) * 1e6 /
+                      (double)(t.out[back] - t.out[first + burst]) / t.rate;
     cr_assert(catch_up > 1.0099 && catch_up <= 1.02, "catch-up x%.4f over %zu jobs", catch_up,
               back - first);
     cr_assert_lt(t.out[back] - t.out[first], 4000000, "back on its slots %lld us after the stall",
@@ -241,7 +251,44 @@ Test(pacing, a_50_ms_stall_at_1000_per_s_is_made_up_at_2_percent)
                   (long long)lateness(&t, t.n - 1));
     /* no time forgotten: over the run the rate is the configured one */
     cr_assert_lt(fabs(rate_error(&t)), 0.0001, "rate error %.4f%%", rate_error(&t) * 100);
-    free(t.out);
+    tenant_free(&t);
+}
+
+Test(pacing, the_log_keeps_the_bound_where_the_tolerance_alone_would_not)
+{
+    /* after a 50 ms stall at 1,000/s, 3 jobs leave at once (2 ms of
+     * tolerance) and the rest 2% fast: 105 in the first 100 ms, but for
+     * the log */
+    sim_machine stall = {.stall_at = 1000000, .stall_us = 50000};
+    sim_tenant t;
+    tenant_init(&t, 1000, 0, 3000);
+    sl_pace_free(&t.pace); /* no log */
+    run_worker(&stall, &t, 1);
+    size_t unlogged = most_in(t.out, t.n, window_of(1000));
+    cr_assert_gt(unlogged, bound_of(1000), "%zu in 100 ms without the log", unlogged);
+    tenant_free(&t);
+    tenant_init(&t, 1000, 0, 3000);
+    run_worker(&stall, &t, 1);
+    assert_window_bound(&t);
+    tenant_free(&t);
+}
+
+Test(pacing, a_new_rate_gets_a_log_of_its_own)
+{
+    sl_pace p = {0};
+    sl_pace_rules slow = sl_pace_rules_for(100000), fast = sl_pace_rules_for(20000000);
+    cr_assert(sl_pace_reset(&p, &slow));
+    int64_t *marks = p.marks;
+    cr_assert(sl_pace_reset(&p, &slow));
+    cr_assert_eq(p.marks, marks, "the same bound keeps its log");
+    for (int i = 0; i < 20; i++)
+        sl_pace_note(&p, &slow, i * 10000);
+    cr_assert(sl_pace_reset(&p, &fast));
+    cr_assert_eq(p.most, 2041);
+    cr_assert_eq(p.departed, 0, "a log of the old rate's departures");
+    cr_assert(p.started, "the pace is kept");
+    sl_pace_free(&p);
+    cr_assert_null(p.marks);
 }
 
 Test(pacing, stalls_of_5_ms_every_500_ms_at_5000_per_s_are_made_up)
@@ -262,7 +309,7 @@ Test(pacing, stalls_of_5_ms_every_500_ms_at_5000_per_s_are_made_up)
     cr_assert_lt(fabs(rate_error(&t)), 0.0001, "rate error %.4f%%", rate_error(&t) * 100);
     /* the worst 100 ms after a stall is paced: about 1.02 x the rate */
     cr_assert_geq(most_in(t.out, t.n, 100000), 505, "the catch-up uses the 2%%");
-    free(t.out);
+    tenant_free(&t);
 }
 
 Test(pacing, late_timers_at_20000_per_s_still_catch_up)
@@ -275,7 +322,7 @@ Test(pacing, late_timers_at_20000_per_s_still_catch_up)
     assert_window_bound(&t);
     cr_assert_lt(lateness(&t, t.n - 1), 600, "still %lld us late after 3 s",
                  (long long)lateness(&t, t.n - 1));
-    free(t.out);
+    tenant_free(&t);
 }
 
 Test(pacing, a_process_behind_at_full_speed_is_not_held)
@@ -313,7 +360,7 @@ Test(pacing, the_bound_holds_however_late_the_wakeups_come)
                                   .max_late_us = 3000},
                    &t, 1);
         assert_window_bound(&t);
-        free(t.out);
+        tenant_free(&t);
     }
 }
 
@@ -338,6 +385,6 @@ Test(pacing, tenants_of_one_worker_keep_their_own_pace)
         cr_assert_leq(p99, 5500, "%g/s: lateness p99 %lld us", rates[k], (long long)p99);
         cr_assert_lt(fabs(rate_error(&ts[k])), 0.002, "%g/s: rate error %.4f%%", rates[k],
                      rate_error(&ts[k]) * 100);
-        free(ts[k].out);
+        tenant_free(&ts[k]);
     }
 }

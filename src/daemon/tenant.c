@@ -523,8 +523,11 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
 {
     const sl_config *process = t->env->config;
     sl_claim_limit *limits = calloc(config->limit_count + 1, sizeof *limits);
-    if (!limits)
+    sl_pace_rules pace_rules = sl_pace_rules_for(config->rate_milli);
+    if (!limits || !sl_pace_reset(&t->pace, &pace_rules)) {
+        free(limits);
         return false;
+    }
     for (size_t i = 0; i < config->limit_count; i++) {
         const sl_limit_config *l = &config->limits[i];
         limits[i] = (sl_claim_limit){l->name, sl_limit_type_name(l->type), l->first, l->second,
@@ -558,7 +561,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .idempotency_header = config->idempotency_header,
     };
     t->acks.delay_us = sl_ack_delay_us(config->rate_milli);
-    t->pace_rules = sl_pace_rules_for(config->rate_milli);
+    t->pace_rules = pace_rules;
     return true;
 }
 
@@ -622,6 +625,7 @@ void sl_tenant_free(tenant *t)
         event_free(t->ack_timer);
     sl_ack_batch_free(&t->acks);
     free(t->limits);
+    sl_pace_free(&t->pace);
     sl_tenant_metrics_clear(&t->metrics);
     free(t);
 }
