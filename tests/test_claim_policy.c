@@ -143,6 +143,21 @@ Test(claim_policy, a_late_job_leaves_as_the_pace_allows_exactly)
     cr_assert_eq(sl_departure_at(pace + 500, &p, &rules), pace + 500);
 }
 
+Test(claim_policy, a_short_interval_waits_a_wake_up_worth)
+{
+    /* 1,000/s: the timer waits for the departure, however near */
+    cr_assert_eq(sl_departure_wait_us(1000050, 1000000, 1000), 50);
+    cr_assert_eq(sl_departure_wait_us(1000001, 1000000, 1000), 1);
+    /* 20,000/s: a wake-up per job would cost more than the interval */
+    cr_assert_eq(sl_departure_wait_us(1000050, 1000000, 50), SL_WAKE_EVERY_US);
+    cr_assert_eq(sl_departure_wait_us(1000000 + SL_WAKE_EVERY_US + 1, 1000000, 50),
+                 SL_WAKE_EVERY_US + 1, "a later departure is waited for as it is");
+    cr_assert_eq(sl_departure_wait_us(1000000 + SL_WAKE_EVERY_US, 1000000, SL_WAKE_EVERY_US),
+                 SL_WAKE_EVERY_US);
+    cr_assert_eq(sl_departure_wait_us(1000010, 1000000, SL_WAKE_EVERY_US), 10,
+                 "an interval of a wake-up's worth is waited for as it is");
+}
+
 Test(claim_policy, a_job_goes_back_when_the_request_could_outlive_its_lease)
 {
     int64_t lease_end = 40000000, timeout = 30000000;

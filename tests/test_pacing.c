@@ -109,16 +109,20 @@ static void run_worker(const sim_machine *m, sim_tenant *ts, size_t count)
             }
         }
         int64_t next = INT64_MAX;
+        double fastest = 0; /* one timer per worker here: the tenant due first decides */
         for (size_t k = 0; k < count; k++)
             if (ts[k].sent < ts[k].n) {
                 int64_t at = sl_departure_at(slot_of(&ts[k], ts[k].sent), &ts[k].pace, &ts[k].rules);
-                next = at < next ? at : next;
+                if (at < next) {
+                    next = at;
+                    fastest = ts[k].rate;
+                }
             }
         if (next == INT64_MAX)
             return;
         rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17; /* xorshift: timer lateness */
         int64_t late = m->max_late_us ? (int64_t)(rng % (uint64_t)(m->max_late_us + 1)) : 0;
-        now = wake_at(m, (next > now ? next : now) + late);
+        now = wake_at(m, now + sl_departure_wait_us(next, now, (int64_t)(1e6 / fastest)) + late);
     }
 }
 

@@ -360,7 +360,7 @@ static void trace_departure(const tenant *t, const job *j, int64_t now)
 }
 
 /* Sends every waiting job whose time has come, within concurrency; arms
- * the timer for the next one. */
+ * the timer for the next one (no sooner than a wake-up is worth). */
 static void release_due(tenant *t)
 {
     size_t concurrency = (size_t)t->config->concurrency;
@@ -373,7 +373,8 @@ static void release_due(tenant *t)
         now = sl_realtime_us();
     }
     if (t->head && t->in_flight < concurrency)
-        arm(t->release_timer, head_departure(t) - now);
+        arm(t->release_timer, sl_departure_wait_us(head_departure(t), now,
+                                                   sl_claim_interval_us(t->config->rate_milli)));
     /* Waiting jobs are in slot order: the tail's is the latest slot claimed. */
     int64_t latest_slot = t->tail ? t->tail->send_at_us : 0;
     if (sl_claim_running_low(t->waiting, latest_slot, now) && !evtimer_pending(t->claim_timer, NULL))

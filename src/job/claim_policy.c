@@ -73,6 +73,14 @@ int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *
     return slot_us > pace ? slot_us : pace;
 }
 
+int64_t sl_departure_wait_us(int64_t departure_us, int64_t now_us, int64_t interval_us)
+{
+    int64_t wait = departure_us - now_us;
+    if (interval_us < SL_WAKE_EVERY_US && wait < SL_WAKE_EVERY_US)
+        return SL_WAKE_EVERY_US;
+    return wait;
+}
+
 bool sl_claim_lease_too_short(int64_t lease_end_us, int64_t timeout_us, int64_t now_us)
 {
     return now_us + timeout_us >= lease_end_us;

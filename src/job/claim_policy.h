@@ -49,6 +49,13 @@
 /* Timers fire a little late; a job may leave this early so as not to add
  * to it (the pace still holds it to its rate exactly). */
 #define SL_SEND_EARLY_US 20
+/* A tenant's departure timer fires at most this often where its interval
+ * is shorter: a wake-up costs about 100 us on a busy 2-core host (the
+ * kernel's run queue, bench/RESULTS.md), and a worker waking for every
+ * job at 20,000/s got half a CPU only to wait for it. What falls due
+ * meanwhile leaves together, well within the pace's tolerance (2 ms), so
+ * the rate loses nothing. */
+#define SL_WAKE_EVERY_US 200
 /* Flush an ack batch this large at once (a delivered job's outcome is 3
  * arguments: some 340 outcomes), whatever it waited: a bigger script call
  * would hold Redis longer than any wait saves. */
@@ -140,6 +147,10 @@ bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, const sl_pace_rules
                           int64_t now_us);
 /* When that head job leaves: the later of its slot and what the pace allows. */
 int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r);
+/* How long the departure timer of a tenant whose slots are interval_us
+ * apart waits at now_us for a departure at departure_us: until then, but
+ * SL_WAKE_EVERY_US at least where the interval is shorter than that. */
+int64_t sl_departure_wait_us(int64_t departure_us, int64_t now_us, int64_t interval_us);
 
 /* Whether a request that may take timeout_us, sent at now_us, could
  * outlive its job's lease (ending at lease_end_us on this host's clock):
