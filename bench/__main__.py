@@ -6,8 +6,10 @@ Scenarios (each bounded in time; every server is private, on 127.0.0.1):
               what the box can do: delivered jobs/s, CPU per 1,000 jobs,
               Redis commands per job
   ceiling     the same endpoint driven by wrk (50 connections)
-  shaping     1 .. 20,000 jobs/s from a backlog: rate error, gap jitter,
-              most departures in 10 intervals; a bursty input, plotted
+  shaping     1 .. 20,000 jobs/s from a backlog: most departures in any
+              window W beside SPEC §4's bound, rate error, gap jitter beside
+              a bare timer's, lateness; three tenants on one worker; 60 s
+              runs; a bursty input, plotted
   fleet       1, 2, 4 daemons on one tenant: global rate error, throughput
   tenants     10,000 idle tenants: CPU, Redis commands/s; pickup latency
   memory      RSS with 10,000 tenants and 1,000,000 queued jobs; Redis bytes
@@ -50,7 +52,8 @@ def parse_args(argv=None):
                          "a temp dir with --quick or --only)")
     ap.add_argument("--quick", action="store_true", help="short runs: a smoke test, not figures")
     ap.add_argument("--only", default="", help="comma-separated scenarios: " + ",".join(NAMES))
-    ap.add_argument("--rates", default="", help="shaping: only these of its rates "
+    ap.add_argument("--rates", default="", help="shaping: only these of its rates, and "
+                                                "\"mix\" or \"long\" for those runs "
                                                 "(comma-separated, e.g. 10000,20000)")
     ap.add_argument("--seed", type=int, default=None,
                     help="chaos: the seed of its plan of faults (default: a random one, printed)")

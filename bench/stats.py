@@ -63,6 +63,39 @@ def most_in_window(times, window_us):
     return best
 
 
+def window_us(rate):
+    """SPEC §4's window W = max(10 intervals, 100 ms), in us."""
+    return max(10e6 / rate, 100000.0)
+
+
+def window_bound(rate):
+    """SPEC §4's bound: at most floor(1.02 x rate x W) + 1 departures in any
+    window W (11 in any 10 intervals up to 100/s). The product is rounded
+    to 9 digits first: 1.02 x 1,000/s x 0.1 s is 102, not 101.99999..."""
+    return int(round(1.02 * rate * window_us(rate) / 1e6, 9)) + 1
+
+
+def lateness(records):
+    """Each departure's lateness against its slot, both on Redis's clock
+    (us), from trace_records (tenant, id, slot, departure, local departure)."""
+    return [d - slot for (_, _, slot, d, _) in records]
+
+
+def lateness_ends(records, span_us):
+    """Whether lateness grows over a run: (p99 of the departures in the
+    first span_us, p99 of those in the last span_us), by local departure
+    time; (None, None) when the run is shorter than two spans."""
+    if not records:
+        return None, None
+    t = [x[4] for x in records]
+    a, z = min(t), max(t)
+    if z - a < 2 * span_us:
+        return None, None
+    first = [d - slot for (_, _, slot, d, local) in records if local < a + span_us]
+    last = [d - slot for (_, _, slot, d, local) in records if local > z - span_us]
+    return percentile(first, 99), percentile(last, 99)
+
+
 def bins(times, start_us, bin_us, count):
     """How many of `times` fall in each of `count` bins from start_us."""
     out = [0] * count
@@ -81,8 +114,8 @@ def shaping_summary(times, rate):
 def tenants_summary(series, rate):
     """The same for several tenants shaped to the same rate, one series of
     departures each: the jitter pools every tenant's own gaps; the rate,
-    its error, the most in 10 intervals and the least gap are the worst
-    tenant's. The jitter leaves out each series' first gap: the first
+    its error, the most in 10 intervals, the most in the window W of SPEC
+    §4 (beside its bound) and the least gap are the worst tenant's. The jitter leaves out each series' first gap: the first
     departure's slot is the moment it was claimed, so it leaves a claim
     round trip late, which is pickup latency (measured on its own), not
     shaping."""
@@ -90,6 +123,7 @@ def tenants_summary(series, rate):
     errors = [e for e in (rate_error(t, rate) for t in series) if e is not None]
     worst = max(errors, key=abs) if errors else None
     least = [g for g in (min_gap_ratio(t, rate) for t in series) if g is not None]
+    w = window_us(rate)
     return {
         "n": sum(len(t) for t in series),
         "tenants": len(series),
@@ -99,6 +133,9 @@ def tenants_summary(series, rate):
         "jitter_p99_us": p99,
         "jitter_max_us": mx,
         "max_in_10": max((most_in_window(t, 10 * 1e6 / rate) for t in series), default=0),
+        "window_us": w,
+        "bound": window_bound(rate),
+        "max_in_window": max((most_in_window(t, w) for t in series), default=0),
         "min_gap": min(least) if least else None,
     }
 

@@ -117,27 +117,45 @@ Test(claim_policy, saturated_only_with_all_concurrency_busy_and_the_head_overdue
 Test(claim_policy, a_job_leaves_at_its_slot_a_hair_early_at_most)
 {
     sl_pace fresh = {0};
+    sl_pace_rules rules = sl_pace_rules_for(1000000); /* 1,000/s */
     int64_t slot = 1000000;
-    cr_assert(sl_departure_allowed(slot, &fresh, 1000, slot));
-    cr_assert(sl_departure_allowed(slot, &fresh, 1000, slot - SL_SEND_EARLY_US));
-    cr_assert_not(sl_departure_allowed(slot, &fresh, 1000, slot - SL_SEND_EARLY_US - 1));
-    cr_assert_eq(sl_departure_at(slot, &fresh, 1000), slot);
+    cr_assert(sl_departure_allowed(slot, &fresh, &rules, slot));
+    cr_assert(sl_departure_allowed(slot, &fresh, &rules, slot - SL_SEND_EARLY_US));
+    cr_assert_not(sl_departure_allowed(slot, &fresh, &rules, slot - SL_SEND_EARLY_US - 1));
+    cr_assert_eq(sl_departure_at(slot, &fresh, &rules), slot);
 }
 
 Test(claim_policy, a_late_job_leaves_as_the_pace_allows_exactly)
 {
+    /* 100/s: a job may leave up to 0.78 of an interval before the pace
+     * is due (a late wake-up loses nothing), which is less than a gap */
     sl_pace p = {0};
-    int64_t interval = 1000;
-    sl_pace_note(&p, interval, 1000000, 1000000);
-    int64_t pace = sl_pace_allows_at(&p, interval);
+    sl_pace_rules rules = sl_pace_rules_for(100000);
+    sl_pace_note(&p, &rules, 1000000);
+    int64_t pace = sl_pace_allows_at(&p, &rules);
     cr_assert_gt(pace, 1000000);
     /* the next job's slot is long past (a stall), the pace holds it */
-    int64_t slot = 999000;
-    cr_assert_not(sl_departure_allowed(slot, &p, interval, pace - 1), "no earliness for the pace");
-    cr_assert(sl_departure_allowed(slot, &p, interval, pace));
-    cr_assert_eq(sl_departure_at(slot, &p, interval), pace);
+    int64_t slot = 990000;
+    cr_assert_not(sl_departure_allowed(slot, &p, &rules, pace - 1), "no earliness for the pace");
+    cr_assert(sl_departure_allowed(slot, &p, &rules, pace));
+    cr_assert_eq(sl_departure_at(slot, &p, &rules), pace);
     /* a slot after the pace: the slot */
-    cr_assert_eq(sl_departure_at(pace + 500, &p, interval), pace + 500);
+    cr_assert_eq(sl_departure_at(pace + 500, &p, &rules), pace + 500);
+}
+
+Test(claim_policy, a_short_interval_waits_a_wake_up_worth)
+{
+    /* 1,000/s: the timer waits for the departure, however near */
+    cr_assert_eq(sl_departure_wait_us(1000050, 1000000, 1000), 50);
+    cr_assert_eq(sl_departure_wait_us(1000001, 1000000, 1000), 1);
+    /* 20,000/s: a wake-up per job would cost more than the interval */
+    cr_assert_eq(sl_departure_wait_us(1000050, 1000000, 50), SL_WAKE_EVERY_US);
+    cr_assert_eq(sl_departure_wait_us(1000000 + SL_WAKE_EVERY_US + 1, 1000000, 50),
+                 SL_WAKE_EVERY_US + 1, "a later departure is waited for as it is");
+    cr_assert_eq(sl_departure_wait_us(1000000 + SL_WAKE_EVERY_US, 1000000, SL_WAKE_EVERY_US),
+                 SL_WAKE_EVERY_US);
+    cr_assert_eq(sl_departure_wait_us(1000010, 1000000, SL_WAKE_EVERY_US), 10,
+                 "an interval of a wake-up's worth is waited for as it is");
 }
 
 Test(claim_policy, a_job_goes_back_when_the_request_could_outlive_its_lease)

@@ -1,11 +1,15 @@
-"""shaping - how exactly a tenant's rate is kept, 1/s to 20,000/s.
+"""shaping - how exactly a tenant's rate is kept, 1/s to 20,000/s: what
+SPEC §4 calls steady, measured.
 
-Each rate from a backlog: rate error, gap jitter, the most departures in
-10 intervals, lateness against the slot, from the daemon's
+Each rate from a backlog: the most departures in any window W = max(10
+intervals, 100 ms) beside its bound floor(1.02 x rate x W) + 1, rate
+error, gap jitter, lateness against the slot (p50, p99), from the daemon's
 --trace-departures and at the endpoint; beside each run, a stall probe
 and (up to 1,000/s) a bare timer say what the machine gave any timer.
-Then a bursty input into a 100/s tenant, plotted. shaped_backlog is also
-the fleet's shaped half."""
+Then three tenants on one worker (50/s, 500/s, 5,000/s, 4 s of backlog
+each), three longer runs (60 s at 100/s, 1,000/s and 10,000/s: lateness
+in the first and the last 10 s), and a bursty input into a 100/s tenant,
+plotted. shaped_backlog is also the fleet's shaped half."""
 
 import os
 import sys
@@ -22,6 +26,10 @@ NAME = "shaping"
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/
 TWIN_MAX_RATE = 1000  # jobs/s: the jitter target's range, and as often as a Python timer keeps up
 BURST_BIN_US = 100000  # the bursty plot's bins: 100 ms
+MIX_RATES = (50, 500, 5000)  # jobs/s: three tenants of one worker (issue 15)
+MIX_SECONDS = 4  # of backlog each
+LONG_RATES = (100, 1000, 10000)  # jobs/s: the longer runs
+ENDS_US = 10000000  # a longer run's lateness: its first and last 10 s
 
 
 # ---- pure helpers -----------------------------------------------------------
@@ -99,22 +107,28 @@ def stop_twin(ctx, twin):
 
 # ---- the runs ---------------------------------------------------------------
 
+def rate_of(rate, tenant):
+    """rate: one rate for every tenant, or a dict of each tenant's."""
+    return rate[tenant] if isinstance(rate, dict) else rate
+
+
 def shaped_backlog(ctx, redis_port, label, tenants, rate, seconds, workers=2):
     """A fresh Redis holding seconds * rate + 1 jobs for each of tenants,
-    all shaped to rate, and a sink of their own: (sink process, sink log,
-    config, jobs per tenant)."""
+    all shaped to rate (or each to its own: a dict), and a sink of their
+    own: (sink process, sink log, config, jobs per tenant, or a dict of
+    them when the rates differ)."""
     r = P.Redis(redis_port)
     r.call("FLUSHALL")
     r.close()
     sink_p, url, sink_log = ctx.sink("sink-" + label)
     cfg = ctx.config(ctx.path(ctx.name(label) + ".json"), redis_port,
-                     {t: {"endpoint": url + "/hook/" + t, "rate": rate,
+                     {t: {"endpoint": url + "/hook/" + t, "rate": rate_of(rate, t),
                           "concurrency": SHAPED_CONCURRENCY} for t in tenants},
                      workers=workers)
-    n = int(rate * seconds) + 1
+    n = {t: int(rate_of(rate, t) * seconds) + 1 for t in tenants}
     for t in tenants:
-        ctx.push(cfg, t, [job(i) for i in range(n)])
-    return sink_p, sink_log, cfg, n
+        ctx.push(cfg, t, [job(i) for i in range(n[t])])
+    return sink_p, sink_log, cfg, n if isinstance(rate, dict) else n[tenants[0]]
 
 
 def stagger(redis_port, tenants, rate):
@@ -167,7 +181,8 @@ def shaping_run(ctx, redis_port, rate, seconds, tenant_count):
     client, everything = S.sluice_commands(S.command_counts(cmd0, cmd1))
     tr = P.trace_records(trace)
     daemon = [[d_local for (t, _, _, _, d_local) in tr if t == tenant] for tenant in tenants]
-    late = [d_redis - slot for (_, _, slot, d_redis, _) in tr]
+    late = S.lateness(tr)
+    first_p99, last_p99 = S.lateness_ends(tr, ENDS_US)
     # (when it should have left, when it left) on this host's clock
     late_windows = [(d_local - (d_redis - slot), d_local)
                     for (_, _, slot, d_redis, d_local) in tr if d_redis - slot > 500]
@@ -187,6 +202,8 @@ def shaping_run(ctx, redis_port, rate, seconds, tenant_count):
         "late_p50_us": S.percentile(late, 50),
         "late_p99_us": S.percentile(late, 99),
         "late_max_us": max(late) if late else None,
+        "late_first_p99_us": first_p99,
+        "late_last_p99_us": last_p99,
         "sluice_cpu_pct": 100.0 * cpu / wall if cpu is not None and wall > 0 else None,
         "thread_cpu_pct": 100.0 * thread / wall if thread is not None and wall > 0 else None,
         # the busiest thread, runnable but waiting for a CPU: per wake-up, share of the run
@@ -197,6 +214,56 @@ def shaping_run(ctx, redis_port, rate, seconds, tenant_count):
         "late_windows": late_windows,
         "window_us": window,
     }
+
+
+def mix_run(ctx, redis_port, seconds):
+    """Three tenants on one worker, each its own rate and backlog: each
+    one's figures, as a run of its own would show them. A tenant's pacing
+    must not depend on its neighbours'."""
+    rates = {"m%d" % r: r for r in MIX_RATES}
+    tenants = sorted(rates, key=rates.get)
+    sink_p, sink_log, cfg, n = shaped_backlog(ctx, redis_port, "shaping-mix", tenants, rates,
+                                              seconds, workers=1)
+    trace = ctx.path(ctx.name("trace-mix") + ".tsv")
+    tail = P.LogTail(sink_log)
+    # the bare timer wakes as often as the tenants it is judged beside (up to 1,000/s)
+    slow = sum(r for r in MIX_RATES if r <= TWIN_MAX_RATE)
+    twin = start_twin(ctx, "timer-twin-mix", slow, seconds * 1.5 + 20)
+    p = ctx.start_sluice(ctx.name("sluice-shaping-mix"), cfg, trace)
+    ok = ctx.wait_count(tail, sum(n.values()), seconds * 1.5 + 15, alive=[p], poll_s=0.05)
+    ctx.stop_sluice(p)
+    ctx.procs.stop(sink_p)
+    twin_jitter = stop_twin(ctx, twin)
+    tr = P.trace_records(trace)
+    arrivals = P.sink_records(sink_log)
+    out = []
+    for t in tenants:
+        mine = [x for x in tr if x[0] == t]
+        late = S.lateness(mine)
+        endpoint = [a for a, _, uri, st in arrivals if st == 200 and uri == "/hook/" + t]
+        out.append({
+            "tenant": t, "rate": rates[t], "jobs": n[t],
+            "complete": len(endpoint) >= n[t],
+            "daemon": S.shaping_summary([x[4] for x in mine], rates[t]),
+            "endpoint": S.shaping_summary(endpoint, rates[t]),
+            "late_p50_us": S.percentile(late, 50),
+            "late_p99_us": S.percentile(late, 99),
+            "late_max_us": max(late) if late else None,
+        })
+    return {"seconds": seconds, "tenants": out, "complete": ok and all(x["complete"] for x in out),
+            "twin_rate": slow, "twin_jitter_p99_us": twin_jitter[1],
+            "twin_jitter_max_us": twin_jitter[2]}
+
+
+def log_run(label, d, res):
+    """One line per run, per tenant: the window bound, the rate error,
+    jitter beside the bare timer's, lateness."""
+    log("[shaping] %s: most in %.0f ms %d (bound %d), error %s, p99 jitter %s us (bare timer %s"
+        " us), late p50 %s us p99 %s us"
+        % (label, d["window_us"] / 1000, d["max_in_window"], d["bound"],
+           "%+.3f%%" % (100 * d["error"]) if d["error"] is not None else "-",
+           d["jitter_p99_us"], res.get("twin_jitter_p99_us"), res.get("late_p50_us"),
+           res.get("late_p99_us")))
 
 
 def bursty_run(ctx):
@@ -259,9 +326,17 @@ def plan(quick, rates=""):
         if quick else [(1, 30, 20), (10, 20, 5), (100, 10, 1), (1000, 10, 1), (10000, 10, 1),
                        (20000, 10, 1)]
     if rates:
-        wanted = [int(r) for r in rates.split(",")]
+        wanted = [int(r) for r in rates.split(",") if r.isdigit()]
         runs = [p for p in runs if p[0] in wanted]
     return runs
+
+
+def plan_more(quick, rates=""):
+    """(whether the three-tenant mix runs, (rate, seconds) of each longer
+    run): both, or with --rates only those it names ("mix", "long")."""
+    words = set(rates.split(",")) if rates else {"mix", "long"}
+    long_s = 21 if quick else 60  # two ends of 10 s, and some time between
+    return "mix" in words, [(r, long_s) for r in LONG_RATES] if "long" in words else []
 
 
 def run(ctx):
@@ -271,14 +346,29 @@ def run(ctx):
     probe = start_probe(ctx, "stall-probe-shaping")
     for rate, seconds, tenant_count in plan(ctx.quick, ctx.args.rates):
         res = shaping_run(ctx, port, rate, seconds, tenant_count)
-        d = res["daemon"]
-        log("[shaping] %d/s for %d s: error %.3f%%, p99 jitter %s us, max in 10 intervals %d"
-            % (rate, seconds, 100 * (d["error"] or 0), d["jitter_p99_us"], d["max_in_10"]))
+        log_run("%d/s for %d s" % (rate, seconds), res["daemon"], res)
         runs.append(res)
+    mix, longer = plan_more(ctx.quick, ctx.args.rates)
+    mixed = None
+    if mix:
+        log("[shaping] %s on one worker, %d s of backlog each"
+            % (", ".join("%d/s" % r for r in MIX_RATES), MIX_SECONDS))
+        mixed = mix_run(ctx, port, MIX_SECONDS)
+        for t in mixed["tenants"]:
+            log_run("mix, %d/s" % t["rate"], t["daemon"], dict(t, **{
+                "twin_jitter_p99_us": mixed["twin_jitter_p99_us"]
+                if t["rate"] <= TWIN_MAX_RATE else None}))
+    long_runs = []
+    for rate, seconds in longer:
+        res = shaping_run(ctx, port, rate, seconds, 1)
+        log_run("%d/s for %d s" % (rate, seconds), res["daemon"], res)
+        log("[shaping] %d/s for %d s: p99 lateness %s us in the first 10 s, %s us in the last"
+            % (rate, seconds, res["late_first_p99_us"], res["late_last_p99_us"]))
+        long_runs.append(res)
     log("[shaping] bursty input into a 100/s tenant (keyspace notifications on)")
     bursty = bursty_run(ctx)
     stalls = stop_probe(ctx, probe)
-    for res in runs:
+    for res in runs + long_runs:
         res["late_over_500us"] = len(res["late_windows"])
         res["late_in_stall"] = S.overlapping(res.pop("late_windows"), stalls["stalls"])
         a, z = res.pop("window_us")
@@ -286,4 +376,5 @@ def run(ctx):
             S.probe_window(stalls["stalls"], stalls["marks"], a, z)
     stalls["stalls"] = len(stalls["stalls"])
     del stalls["marks"]
-    ctx.results[NAME] = {"runs": runs, "bursty": bursty, "probe": stalls}
+    ctx.results[NAME] = {"runs": runs, "mix": mixed, "long": long_runs, "bursty": bursty,
+                         "probe": stalls}

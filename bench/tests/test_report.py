@@ -128,6 +128,105 @@ class Chaos(unittest.TestCase):
         self.assertEqual(R.counts_text({}), "none")
 
 
+def summary(rate, most, error=0.0, jitter_p99=100):
+    """A stats.tenants_summary of a run at rate with `most` departures in
+    its worst window W."""
+    from bench import stats as S
+    return {"n": 100, "tenants": 1, "rate": rate, "error": error, "jitter_p50_us": 10,
+            "jitter_p99_us": jitter_p99, "jitter_max_us": 900, "max_in_10": 11,
+            "window_us": S.window_us(rate), "bound": S.window_bound(rate), "max_in_window": most,
+            "min_gap": 0.9}
+
+
+def run(rate, most, twin=None, error=0.0, jitter_p99=100, seconds=10, ends=(None, None)):
+    return {"rate": rate, "seconds": seconds, "jobs": rate * seconds + 1, "tenants": 1,
+            "complete": True, "daemon": summary(rate, most, error, jitter_p99),
+            "endpoint": summary(rate, most, error, jitter_p99), "twin_jitter_p99_us": twin,
+            "twin_jitter_max_us": None, "late_p50_us": 20, "late_p99_us": 900,
+            "late_max_us": 2000, "late_first_p99_us": ends[0], "late_last_p99_us": ends[1],
+            "round_trips_per_job": 0.1, "commands_per_job": 9.0, "sluice_cpu_pct": 5.0,
+            "thread_cpu_pct": 5.0}
+
+
+class Steady(unittest.TestCase):
+    """SPEC §4's targets: the window bound, the rate error, lateness that
+    does not grow, jitter against a bare timer."""
+
+    def targets(self, sh, fleet=None):
+        res = {"shaping": sh}
+        if fleet:
+            res["fleet"] = fleet
+        return dict((t, (m, ok)) for t, m, ok in R.targets(res))
+
+    BOUND = ("in every window W = max(10 intervals, 100 ms) at most floor(1.02 x rate x W) + 1 "
+             "departures, per tenant (daemon trace)")
+    JITTER = "p99 gap jitter <= a bare timer's p99 in the same run, up to 1,000/s (daemon trace)"
+
+    def test_the_window_bound_met_and_missed(self):
+        tg = self.targets({"runs": [run(100, 11), run(1000, 103)]})
+        self.assertEqual(tg[self.BOUND], ("closest 103/103 (1000/s, most/bound)", True))
+        tg = self.targets({"runs": [run(100, 11), run(5000, 520)]})
+        self.assertEqual(tg[self.BOUND], ("closest 520/511 (5000/s, most/bound)", False))
+
+    def test_the_mix_and_the_longer_runs_count_too(self):
+        mix = {"seconds": 4, "twin_rate": 550, "twin_jitter_p99_us": 800,
+               "twin_jitter_max_us": 900, "complete": True,
+               "tenants": [dict(run(r, m), tenant="m%d" % r) for r, m in
+                           ((50, 11), (500, 52), (5000, 520))]}
+        tg = self.targets({"runs": [run(1000, 103)], "mix": mix})
+        self.assertFalse(tg[self.BOUND][1])
+        self.assertEqual(tg["(same, three tenants on one worker: 50/s, 500/s, 5000/s)"],
+                         ("50/s 11/11, 500/s 52/52, 5000/s 520/511", False))
+        longer = [run(1000, 104, seconds=60, ends=(900, 800))]
+        tg = self.targets({"runs": [run(1000, 103)], "long": longer})
+        self.assertEqual(tg[self.BOUND], ("closest 104/103 (1000/s for 60 s, most/bound)", False))
+
+    def test_the_fleet_bound_is_on_the_merged_departures(self):
+        fleet = {"shaped": [{"processes": k, "rate": 1000, "daemon": summary(1000, m)}
+                            for k, m in ((1, 100), (2, 103), (4, 106))], "fast": []}
+        tg = self.targets({"runs": []}, fleet)
+        self.assertEqual(tg["(same, the merged departures of 2 and 4 processes at 1000/s)"],
+                         ("fleet x2 103/103, fleet x4 106/103", False))
+        # a fleet run alone still reports its bound
+        tg = dict((t, (m, ok)) for t, m, ok in R.targets({"fleet": fleet}))
+        self.assertFalse(tg["(same, the merged departures of 2 and 4 processes at 1000/s)"][1])
+
+    def test_jitter_is_judged_against_the_bare_timer(self):
+        tg = self.targets({"runs": [run(10, 11, twin=700, jitter_p99=650),
+                                    run(1000, 103, twin=400, jitter_p99=300),
+                                    run(10000, 1021, twin=None, jitter_p99=5000)]})
+        self.assertEqual(tg[self.JITTER], ("worst 10/s: 650 us (bare timer 700 us)", True))
+        tg = self.targets({"runs": [run(100, 11, twin=400, jitter_p99=450)]})
+        self.assertEqual(tg[self.JITTER], ("worst 100/s: 450 us (bare timer 400 us)", False))
+
+    def test_longer_runs_rate_error_and_lateness_that_does_not_grow(self):
+        longer = [run(100, 11, seconds=60, error=0.0004, ends=(1000, 1200)),
+                  run(1000, 103, seconds=60, error=-0.0002, ends=(5000, 900))]
+        tg = self.targets({"runs": [], "long": longer})
+        self.assertEqual(tg["rate error < 0.1% over 60 s at 100/s, 1,000/s (daemon trace)"],
+                         ("worst +0.040% at 100/s", True))
+        key = "lateness does not grow: p99 of the last 10 s <= the first 10 s' + 0.5 ms"
+        self.assertEqual(tg[key], ("100/s 1000 -> 1200 us; 1000/s 5000 -> 900 us", True))
+        longer[0]["late_last_p99_us"] = 1600
+        longer[1]["daemon"]["error"] = 0.0011
+        tg = self.targets({"runs": [], "long": longer})
+        self.assertFalse(tg[key][1])
+        self.assertFalse(tg["rate error < 0.1% over 60 s at 100/s, 1,000/s (daemon trace)"][1])
+
+    def test_the_sections_show_the_bound_beside_the_most(self):
+        mix = {"seconds": 4, "twin_rate": 550, "twin_jitter_p99_us": 800,
+               "twin_jitter_max_us": 900, "complete": True,
+               "tenants": [dict(run(r, m), tenant="m%d" % r) for r, m in ((50, 11), (5000, 511))]}
+        sh = {"runs": [run(1000, 102, twin=500)], "mix": mix,
+              "long": [run(100, 11, seconds=60, ends=(1000, 900))]}
+        text = R.markdown({"shaping": sh}, FACTS, "bench/run", [])
+        self.assertIn("| 102 / 102 (103) |", text)
+        self.assertIn("### Three tenants on one worker", text)
+        self.assertIn("| 5,000/s | 50001 | 511 / 511 (511) |", text)
+        self.assertIn("### Longer runs", text)
+        self.assertIn("| 1000 / 900 |", text)
+
+
 class Markdown(unittest.TestCase):
     def test_results_md(self):
         res = throughput(33708, 24000)

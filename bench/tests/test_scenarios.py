@@ -73,6 +73,20 @@ class Shaping(unittest.TestCase):
         self.assertEqual(shaping.plan(True)[0], (1, 5, 20))
         self.assertEqual(shaping.plan(False, "10000,20000"), [(10000, 10, 1), (20000, 10, 1)])
         self.assertEqual(shaping.plan(True, "7"), [])
+        self.assertEqual(shaping.plan(False, "1000,mix"), [(1000, 10, 1)])
+
+    def test_the_mix_and_the_longer_runs(self):
+        self.assertEqual(shaping.plan_more(False),
+                         (True, [(100, 60), (1000, 60), (10000, 60)]))
+        self.assertEqual(shaping.plan_more(True), (True, [(100, 21), (1000, 21), (10000, 21)]))
+        self.assertEqual(shaping.plan_more(False, "1000,mix"), (True, []))
+        self.assertEqual(shaping.plan_more(False, "long"),
+                         (False, [(100, 60), (1000, 60), (10000, 60)]))
+        self.assertEqual(shaping.plan_more(False, "1000"), (False, []))
+
+    def test_a_rate_for_all_tenants_or_each_its_own(self):
+        self.assertEqual(shaping.rate_of(100, "a"), 100)
+        self.assertEqual(shaping.rate_of({"a": 50, "b": 5000}, "b"), 5000)
 
     def test_burst_series(self):
         t0 = 10000000

@@ -52,6 +52,42 @@ class Stats(unittest.TestCase):
         self.assertEqual(S.shaping_summary(late_start, 1000)["jitter_max_us"], 0)
         self.assertEqual(S.gap_jitter(late_start, 1000)[2], 700)
 
+    def test_the_window_and_bound_of_spec_section_4(self):
+        self.assertEqual(S.window_us(1), 10e6)  # 10 intervals
+        self.assertEqual(S.window_us(100), 100000)
+        self.assertEqual(S.window_us(1000), 100000)  # 100 ms, not 10 intervals
+        self.assertEqual(S.window_bound(1), 11)  # 11 in any 10 intervals
+        self.assertEqual(S.window_bound(10), 11)
+        self.assertEqual(S.window_bound(100), 11)
+        self.assertEqual(S.window_bound(1000), 103)  # 102 exactly, + 1
+        self.assertEqual(S.window_bound(5000), 511)
+        self.assertEqual(S.window_bound(20000), 2041)
+        self.assertEqual(S.window_bound(250), 26)  # floor(25.5) + 1
+        s = S.shaping_summary([1000 * k for k in range(1001)], 1000)
+        self.assertEqual((s["window_us"], s["bound"], s["max_in_window"]), (100000, 103, 100))
+
+    def test_a_stall_made_up_in_a_burst_breaks_the_bound(self):
+        on_time = [1000 * k for k in range(1000)]
+        # the 5 jobs of a 5 ms stall leave together at its end
+        burst = [k * 1000 if not 500 <= k < 505 else 505000 for k in range(1000)]
+        self.assertLessEqual(S.most_in_window(on_time, S.window_us(1000)), 103)
+        self.assertEqual(S.most_in_window(burst, S.window_us(1000)), 105)
+
+    def test_lateness_from_the_trace(self):
+        recs = [("t", "a", 100, 150, 7), ("t", "b", 200, 200, 9)]
+        self.assertEqual(S.lateness(recs), [50, 0])
+
+    def test_lateness_at_the_ends_of_a_run(self):
+        # 30 s at 100/s: 2 ms late in the first 10 s, on time after
+        recs = [("t", str(k), 10000 * k, 10000 * k + (2000 if k < 1000 else 0), 10000 * k)
+                for k in range(3001)]
+        self.assertEqual(S.lateness_ends(recs, 10e6), (2000, 0))
+        growing = [(t, i, slot, d + int(slot) // 1000, local) for t, i, slot, d, local in recs]
+        first, last = S.lateness_ends(growing, 10e6)
+        self.assertGreater(last, first)
+        self.assertEqual(S.lateness_ends(recs[:1500], 10e6), (None, None))  # 15 s: too short
+        self.assertEqual(S.lateness_ends([], 10e6), (None, None))
+
     def test_window_is_half_open(self):
         self.assertEqual(S.most_in_window([0, 10, 20], 20), 2)
         self.assertEqual(S.most_in_window([0, 10, 20], 21), 3)

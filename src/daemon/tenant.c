@@ -68,7 +68,7 @@ struct tenant {
     job *head, *tail;  /* claimed, waiting for their slot (slot order) */
     size_t waiting;
     sl_pace pace;         /* how fast late jobs may catch up (pacing.h) */
-    int64_t interval_us;  /* 1/rate, rounded down */
+    sl_pace_rules pace_rules; /* its bound and catch-up, from the rate */
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
@@ -385,19 +385,19 @@ static void send_job(tenant *t, job *j)
 
 static bool head_may_leave(const tenant *t, int64_t now)
 {
-    return sl_departure_allowed(t->head->send_at_us, &t->pace, t->interval_us, now);
+    return sl_departure_allowed(t->head->send_at_us, &t->pace, &t->pace_rules, now);
 }
 
 static int64_t head_departure(const tenant *t)
 {
-    return sl_departure_at(t->head->send_at_us, &t->pace, t->interval_us);
+    return sl_departure_at(t->head->send_at_us, &t->pace, &t->pace_rules);
 }
 
-/* Before the job leaves the waiting list: the pace reads the head's slot. */
+/* Counts the head job's departure at now in its lateness and its pace. */
 static void note_departure(tenant *t, const job *j, int64_t now)
 {
     sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, now - j->send_at_us);
-    sl_pace_note(&t->pace, t->interval_us, head_departure(t), now);
+    sl_pace_note(&t->pace, &t->pace_rules, now);
 }
 
 /* One line per departure: tenant, claim id, slot and departure on Redis's
@@ -410,7 +410,7 @@ static void trace_departure(const tenant *t, const job *j, int64_t now)
 }
 
 /* Sends every waiting job whose time has come, within concurrency; arms
- * the timer for the next one. */
+ * the timer for the next one (no sooner than a wake-up is worth). */
 static void release_due(tenant *t)
 {
     size_t concurrency = t->concurrency;
@@ -423,7 +423,8 @@ static void release_due(tenant *t)
         now = sl_realtime_us();
     }
     if (t->head && t->in_flight < concurrency)
-        arm(t->release_timer, head_departure(t) - now);
+        arm(t->release_timer, sl_departure_wait_us(head_departure(t), now,
+                                                   sl_claim_interval_us(t->rate_milli)));
     /* Waiting jobs are in slot order: the tail's is the latest slot claimed. */
     int64_t latest_slot = t->tail ? t->tail->send_at_us : 0;
     if (sl_claim_running_low(t->waiting, latest_slot, now) && !evtimer_pending(t->claim_timer, NULL))
@@ -498,8 +499,11 @@ static void apply_settings(tenant *t, const sl_claim_result *r)
     sl_gauge_set(&t->metrics.rate_milli, r->rate_milli);
     if (r->rate_milli == t->rate_milli)
         return;
+    sl_pace_rules pace_rules = sl_pace_rules_for(r->rate_milli);
+    if (!sl_pace_reset(&t->pace, &pace_rules))
+        return; /* out of memory: the old pace holds; the next reply tries again */
+    t->pace_rules = pace_rules;
     t->rate_milli = r->rate_milli;
-    t->interval_us = sl_claim_interval_us(r->rate_milli);
     t->claim.lookahead_us = sl_claim_lookahead_us(r->rate_milli);
     t->acks.delay_us = sl_ack_delay_us(r->rate_milli);
 }
@@ -611,8 +615,11 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
 {
     const sl_config *process = t->env->config;
     sl_claim_limit *limits = calloc(config->limit_count + 1, sizeof *limits);
-    if (!limits)
+    sl_pace_rules pace_rules = sl_pace_rules_for(config->rate_milli);
+    if (!limits || !sl_pace_reset(&t->pace, &pace_rules)) {
+        free(limits);
         return false;
+    }
     for (size_t i = 0; i < config->limit_count; i++) {
         const sl_limit_config *l = &config->limits[i];
         limits[i] = (sl_claim_limit){l->name, sl_limit_type_name(l->type), l->first, l->second,
@@ -652,7 +659,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .idempotency_header = config->idempotency_header,
     };
     t->acks.delay_us = sl_ack_delay_us(config->rate_milli);
-    t->interval_us = sl_claim_interval_us(config->rate_milli);
+    t->pace_rules = pace_rules;
     return true;
 }
 
@@ -721,6 +728,7 @@ void sl_tenant_free(tenant *t)
         event_free(t->resend_timer);
     sl_ack_batch_free(&t->acks);
     free(t->limits);
+    sl_pace_free(&t->pace);
     sl_tenant_metrics_clear(&t->metrics);
     free(t);
 }

@@ -61,15 +61,24 @@ bool sl_claim_saturated(size_t in_flight, size_t concurrency, int64_t head_slot_
     return in_flight >= concurrency && head_slot_us + SL_SATURATED_AFTER_US < now_us;
 }
 
-bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, int64_t interval_us, int64_t now_us)
+bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r,
+                          int64_t now_us)
 {
-    return slot_us <= now_us + SL_SEND_EARLY_US && sl_pace_allows_at(p, interval_us) <= now_us;
+    return slot_us <= now_us + SL_SEND_EARLY_US && sl_pace_allows_at(p, r) <= now_us;
 }
 
-int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, int64_t interval_us)
+int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r)
 {
-    int64_t pace = sl_pace_allows_at(p, interval_us);
+    int64_t pace = sl_pace_allows_at(p, r);
     return slot_us > pace ? slot_us : pace;
+}
+
+int64_t sl_departure_wait_us(int64_t departure_us, int64_t now_us, int64_t interval_us)
+{
+    int64_t wait = departure_us - now_us;
+    if (interval_us < SL_WAKE_EVERY_US && wait < SL_WAKE_EVERY_US)
+        return SL_WAKE_EVERY_US;
+    return wait;
 }
 
 bool sl_claim_lease_too_short(int64_t lease_end_us, int64_t timeout_us, int64_t now_us)

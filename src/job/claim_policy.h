@@ -49,6 +49,13 @@
 /* Timers fire a little late; a job may leave this early so as not to add
  * to it (the pace still holds it to its rate exactly). */
 #define SL_SEND_EARLY_US 20
+/* A tenant's departure timer fires at most this often where its interval
+ * is shorter: a wake-up costs about 100 us on a busy 2-core host (the
+ * kernel's run queue, bench/RESULTS.md), and a worker waking for every
+ * job at 20,000/s got half a CPU only to wait for it. What falls due
+ * meanwhile leaves together, well within the pace's tolerance (2 ms), so
+ * the rate loses nothing. */
+#define SL_WAKE_EVERY_US 200
 /* Flush an ack batch this large at once (a delivered job's outcome is 3
  * arguments: some 340 outcomes), whatever it waited: a bigger script call
  * would hold Redis longer than any wait saves. */
@@ -133,12 +140,17 @@ bool sl_claim_saturated(size_t in_flight, size_t concurrency, int64_t head_slot_
 
 /* ---- departures ---- */
 
-/* Whether the head job (slot slot_us) of a tenant whose slots are
- * interval_us apart may leave at now_us: at its slot (a timer may fire a
- * hair early: SL_SEND_EARLY_US) and as the pace p allows (exactly). */
-bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, int64_t interval_us, int64_t now_us);
+/* Whether the head job (slot slot_us) of a tenant paced by p under rules r
+ * may leave at now_us: at its slot (a timer may fire a hair early:
+ * SL_SEND_EARLY_US) and as the pace allows (exactly). */
+bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r,
+                          int64_t now_us);
 /* When that head job leaves: the later of its slot and what the pace allows. */
-int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, int64_t interval_us);
+int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r);
+/* How long the departure timer of a tenant whose slots are interval_us
+ * apart waits at now_us for a departure at departure_us: until then, but
+ * SL_WAKE_EVERY_US at least where the interval is shorter than that. */
+int64_t sl_departure_wait_us(int64_t departure_us, int64_t now_us, int64_t interval_us);
 
 /* Whether a request that may take timeout_us, sent at now_us, could
  * outlive its job's lease (ending at lease_end_us on this host's clock):
