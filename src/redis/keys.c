@@ -18,6 +18,8 @@ void sl_tenant_keys_init(sl_tenant_keys *keys, const char *prefix, const char *t
     tenant_key(keys->jobs, prefix, tenant, "jobs");
     tenant_key(keys->retry, prefix, tenant, "retry");
     tenant_key(keys->dlq, prefix, tenant, "dlq");
+    tenant_key(keys->settings, prefix, tenant, "settings");
+    tenant_key(keys->events, prefix, tenant, "events");
 }
 
 void sl_limit_key(char *out, const char *prefix, const char *tenant, const char *limit_name)

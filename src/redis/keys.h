@@ -15,6 +15,8 @@ typedef struct sl_tenant_keys {
     char jobs[SL_KEY_MAX];
     char retry[SL_KEY_MAX];
     char dlq[SL_KEY_MAX];
+    char settings[SL_KEY_MAX]; /* live overrides (SPEC section 9) */
+    char events[SL_KEY_MAX];   /* their changes, JSON, newest first */
 } sl_tenant_keys;
 
 /* Fills every key of `tenant` under `prefix` ("sluice:{T}:queue", ...).
