@@ -315,8 +315,10 @@ static void describe_failure(const sl_http_result *result, char *out, size_t siz
         snprintf(out, size, "%s", result->error ? result->error : "no response");
 }
 
-/* What an adaptive tenant's controller learns from one request. */
-static void count_outcome(tenant *t, const sl_http_result *result)
+/* What an adaptive tenant's controller learns from one request.
+ * paused: its rate-limit headers said nothing remains, which counts as a
+ * refusal: the rate steps down before the endpoint has to refuse. */
+static void count_outcome(tenant *t, const sl_http_result *result, bool paused)
 {
     if (!t->config->adaptive.enabled)
         return;
@@ -326,6 +328,8 @@ static void count_outcome(tenant *t, const sl_http_result *result)
     if (status >= 200 && status <= 299)
         o->ok++;
     else if (status == 429 || status == 503)
+        o->limited++;
+    if (paused && status != 429 && status != 503)
         o->limited++;
     else if (status >= 500 && status <= 599)
         o->errors_5xx++;
@@ -351,7 +355,6 @@ static void on_delivered(void *arg, const sl_http_result *result)
     unlink_flying(t, j);
     sl_status_add(&t->metrics.responses, result->status);
     sl_histogram_observe(&t->metrics.latency, &sl_latency_bounds, result->elapsed_us);
-    count_outcome(t, result);
 
     const sl_retry_config *retry = &t->config->retry;
     sl_outcome outcome = sl_outcome_decide(result->status, result->retry_after,
@@ -368,6 +371,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
                        sl_ratelimit_pause(result->ratelimit, sl_realtime_us() / 1000,
                                           &limit_pause_ms) &&
                        limit_pause_ms > 0;
+    count_outcome(t, result, limit_pause);
     if (limit_pause)
         pause_tenant(t, limit_pause_ms);
     switch (outcome.kind) {
