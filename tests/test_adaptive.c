@@ -24,12 +24,13 @@ static sl_adaptive_params defaults(int64_t min, int64_t max)
 
 /* ---- single steps --------------------------------------------------- */
 
-/* The single-step tests use a 2 s window and +10/s steps whatever the
- * defaults are. */
+/* The single-step tests use a 2 s window, x0.7 and +10/s steps whatever
+ * the defaults are. */
 static sl_adaptive_params two_second(int64_t min, int64_t max)
 {
     sl_adaptive_params p = defaults(min, max);
     p.cooldown_us = 2 * S;
+    p.decrease_permille = 700;
     p.increase_milli = 10000;
     return p;
 }
@@ -217,7 +218,7 @@ Test(adaptive, converges_near_a_changing_hidden_limit)
                 "limit %" PRId64 "/s: delivered %.1f/s in 10-20 s, %.1f/s in 10-60 s, 429s %" PRId64
                 "\n",
                 limits[i], early_rate, rate, refused_late);
-        /* AIMD saws below the limit: x0.7 down, +5/s up per second */
+        /* AIMD saws below the limit: x0.85 down, +5/s up per second */
         cr_assert_geq(rate, 0.90 * (double)limits[i], "limit %" PRId64 ": %.1f", limits[i], rate);
         cr_assert_leq(rate, 1.0 * (double)limits[i] + 0.5);
     }

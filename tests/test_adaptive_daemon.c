@@ -3,6 +3,7 @@
  * tenant before the endpoint has to refuse (issue 16, item 5's last
  * point). One test at a time (--jobs=1): timing is measured. */
 #include <criterion/criterion.h>
+#include <curl/curl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -163,4 +164,132 @@ Test(adaptive_daemon, without_headers_the_endpoint_refuses)
                 100.0 * (double)refused / (double)n);
     cr_assert_gt(refused, (size_t)jobs / 10, "a rate of 100/s against 40/s is refused often");
     sink_requests_free(reqs, n);
+}
+
+/* ---- the adaptive rate against a hidden limit that moves ---- */
+
+/* GET path on the sink (a /_mode control request); its status. */
+static long sink_get(const char *path)
+{
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", sink.port, path);
+    CURL *c = curl_easy_init();
+    cr_assert_not_null(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_NOBODY, 0L);
+    FILE *devnull = fopen("/dev/null", "w");
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
+    long status = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    fclose(devnull);
+    return status;
+}
+
+/* Whether this build's claim.lua applies the settings hash's adaptive
+ * rate (its reply names the rate's source): it comes with the tenant
+ * settings of issue 16 items 1-2, merged separately. */
+static bool claim_applies_adaptive_rate(void)
+{
+    char sha[41];
+    redis_fixture_load(&fx, "claim", sha);
+    redisReply *r = redisCommand(fx.conn,
+                                 "EVALSHA %s 6 q s i j r d 1000 1000 wait 0 1000000 1 30000000 p "
+                                 "acme envelope 1000000 1048576 0 0",
+                                 sha);
+    bool yes = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 8 &&
+               r->element[7]->type == REDIS_REPLY_STRING;
+    freeReplyObject(r);
+    freeReplyObject(redisCommand(fx.conn, "DEL q s i j r d"));
+    return yes;
+}
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+#define PHASE_S 25
+#define SETTLE_S 10
+
+/* Runs `daemons` daemons of one adaptive tenant (min 5, max 200, file
+ * rate 50) against the sink's hidden limit of 100/s, then 40/s, then
+ * 80/s, PHASE_S each; asserts the delivered rate is within 10% of the
+ * limit from SETTLE_S after each change and that 429s stay under 3%. */
+static void adaptive_run(int daemons, bool headers)
+{
+    if (!claim_applies_adaptive_rate())
+        cr_skip_test("claim.lua does not apply the adaptive rate yet (issue 16 items 1-2)");
+    const int64_t limits[] = {100, 40, 80};
+    const char *config = write_config(
+        "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50, \"concurrency\": 32,"
+        " \"adaptive\": {\"min\": 5, \"max\": 200},"
+        " \"retry\": {\"max_attempts\": 100, \"base_ms\": 50, \"max_ms\": 1000}}}",
+        sink.port);
+    redis_fixture_push_jobs(&fx, "acme", "a", 7000);
+    char mode[64];
+    snprintf(mode, sizeof mode, "/_mode/limit/%d%s", (int)limits[0], headers ? "?headers=1" : "");
+    cr_assert_eq(sink_get(mode), 200);
+    daemon_process d[2] = {{0}};
+    for (int i = 0; i < daemons; i++) {
+        char log[128], err[256];
+        snprintf(log, sizeof log, "%s/sluice-%d.log", dir, i);
+        cr_assert(daemon_start(&d[i], config, log, NULL, err, sizeof err), "%s", err);
+    }
+    int64_t start = now_us();
+    for (int phase = 1; phase < 3; phase++) {
+        struct timespec t = {PHASE_S, 0};
+        nanosleep(&t, NULL);
+        snprintf(mode, sizeof mode, "/_mode/limit/%d%s", (int)limits[phase],
+                 headers ? "?headers=1" : "");
+        cr_assert_eq(sink_get(mode), 200);
+    }
+    struct timespec t = {PHASE_S, 0};
+    nanosleep(&t, NULL);
+    for (int i = 0; i < daemons; i++)
+        cr_assert_eq(daemon_stop(&d[i], SIGTERM, 10000), 0, "clean exit");
+    sink_request *reqs = NULL;
+    size_t n = sink_read_log(&sink, &reqs);
+    size_t refused = 0, sent = 0;
+    int64_t ok_in[3] = {0};
+    for (size_t i = 0; i < n; i++) {
+        int64_t at = reqs[i].arrival_us - start;
+        if (at < 0 || at >= 3 * PHASE_S * INT64_C(1000000))
+            continue;
+        sent++;
+        refused += reqs[i].status == 429;
+        int phase = (int)(at / (PHASE_S * INT64_C(1000000)));
+        int64_t into = at - phase * PHASE_S * INT64_C(1000000);
+        if (reqs[i].status == 200 && into >= SETTLE_S * INT64_C(1000000))
+            ok_in[phase]++;
+    }
+    double fraction = (double)refused / (double)sent;
+    for (int phase = 0; phase < 3; phase++) {
+        double rate = (double)ok_in[phase] / (PHASE_S - SETTLE_S);
+        cr_log_info("%d daemon(s)%s, hidden limit %d/s: delivered %.1f/s from %d s after the "
+                    "change",
+                    daemons, headers ? " with headers" : "", (int)limits[phase], rate, SETTLE_S);
+        if (timing_counts())
+            cr_expect(rate >= 0.9 * (double)limits[phase] && rate <= 1.1 * (double)limits[phase],
+                      "limit %d/s: delivered %.1f/s", (int)limits[phase], rate);
+    }
+    cr_log_info("%d daemon(s)%s: %zu 429s of %zu requests (%.2f%%)", daemons,
+                headers ? " with headers" : "", refused, sent, 100 * fraction);
+    if (timing_counts())
+        cr_expect_lt(fraction, 0.03, "%zu 429s of %zu requests", refused, sent);
+    sink_requests_free(reqs, n);
+}
+
+Test(adaptive_daemon, one_daemon_follows_a_moving_hidden_limit, .timeout = 150)
+{
+    adaptive_run(1, false);
+}
+
+Test(adaptive_daemon, two_daemons_share_one_adaptive_rate, .timeout = 150)
+{
+    adaptive_run(2, false);
 }

@@ -406,7 +406,7 @@ Test(adaptive, defaults_and_every_key)
     cr_assert(a->enabled);
     cr_assert_eq(a->min_milli, 5000);
     cr_assert_eq(a->max_milli, 200000);
-    cr_assert_eq(a->decrease_permille, 700);
+    cr_assert_eq(a->decrease_permille, 850);
     cr_assert_eq(a->increase_milli, 5000); /* max / 40 */
     cr_assert_eq(a->cooldown_ms, 1000);
     cr_assert_not(a->on_timeout);

@@ -53,9 +53,6 @@ typedef struct sl_retry_config {
 
 /* A tenant's "adaptive" object (issue 16): the bounds and steps of the
  * adaptive rate controller (job/adaptive.h), which lua/ack.lua runs. */
-#define SL_ADAPTIVE_DECREASE_PERMILLE_DEFAULT 700 /* x0.7 */
-#define SL_ADAPTIVE_INCREASE_DIVISOR 40           /* increase: max/40 (2.5% of max) */
-#define SL_ADAPTIVE_COOLDOWN_MS_DEFAULT 1000      /* also config_fields.c's row */
 typedef struct sl_adaptive_config {
     bool enabled;              /* the object is present */
     int64_t min_milli;         /* milli-jobs/s, <= max_milli */

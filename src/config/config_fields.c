@@ -4,7 +4,6 @@
 #include <inttypes.h>
 
 #include "admission/admission.h"
-#include "config/config.h"
 #include "config/config_fields.h"
 #include "config/config_types.h"
 
