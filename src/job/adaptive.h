@@ -26,8 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The defaults of the parameters are config/config_types.h's
- * SL_ADAPTIVE_*_DEFAULT. A window longer than this counts as this long (an idle hour): keeps the
+/* The parameters' defaults are config/config_types.h's SL_ADAPTIVE_*.
+ * A window longer than this counts as this long (an idle hour): keeps the
  * slot arithmetic below 2^53, where Lua's doubles are exact. */
 #define SL_ADAPTIVE_WINDOW_MAX_US INT64_C(3600000000)
 
