@@ -5,6 +5,7 @@ An op applies only while the job still holds the lease it was claimed
 with: a lease that expired and was claimed again belongs to someone else.
 
 KEYS  1 inflight (ZSET)  2 jobs (HASH)  3 retry (ZSET)  4 dlq (LIST)  5 shape (HASH)
+      6 settings (HASH)  7 events (LIST): read and written only by an adaptive op
 ARGV  1 tenant, then ops, each a name and its fields:
         done    id lease                      delivered: forget the job
         retry   id lease delay_us error       attempted and failed: retry after delay
@@ -15,7 +16,29 @@ ARGV  1 tenant, then ops, each a name and its fields:
                                               dead-letter (attempted: 1 if an
                                               HTTP attempt was made, counted)
         pause   delay_us                      no slot before now + delay_us
-Reply {applied, stale}
+        adaptive used ok limited timeouts errors_5xx min_milli max_milli
+                decrease_permille increase_milli cooldown_us on_timeout on_5xx
+                start_rate_milli now_us
+                                              the batch's outcomes for the
+                                              adaptive rate (below); several
+                                              in a batch add up, the last
+                                              one's parameters count
+Reply {applied, stale}, and with an adaptive op a third element: the
+adaptive rate after the batch (milli-jobs/s)
+
+Adaptive rate (issue 16): the tenant's rate, found from the outcomes,
+lives in the settings hash (adaptive_rate, milli-jobs/s) where claim.lua
+reads it; adaptive_at is the start of the controller's window (Redis time,
+us; now_us 0: Redis TIME, tests pass one) and adaptive_used, adaptive_ok,
+adaptive_bad sum the window's requests sent, 2xx and refusals (429/503,
+timeouts and 5xx when on_timeout, on_5xx are 1). The first batch acked
+once the window is cooldown_us old closes it: a refusal in it steps down
+(x decrease_permille / 1000), else successes with 4/5 of its slots used
+step up (+ increase_milli), else the rate stays; always within
+[min_milli, max_milli]. src/job/adaptive.c is the C model, the same
+integer arithmetic line by line (tests/test_adaptive_lua.c drives both).
+Each change LPUSHes an event (the settings' JSON shape) to KEYS[7],
+trimmed to 100.
 
 Cost: the ops are read first (an unknown or short op fails the batch
 before anything is written); the leases of the whole batch are then
@@ -52,7 +75,8 @@ local function redis_batch(command, key, args)
   return replies
 end
 
-local WIDTH = {done = 3, retry = 5, release = 4, dead = 7, pause = 2} -- an op's arguments, its name included
+local WIDTH = {done = 3, retry = 5, release = 4, dead = 7, pause = 2, adaptive = 15} -- an op's arguments, its name included
+local NO_JOB = {pause = true, adaptive = true} -- ops that name no job
 
 -- The ops' positions in ARGV, in order, and the ids of those on a job:
 -- op k names ids[job_of[k]] (job_of[k] false: a pause).
@@ -63,7 +87,7 @@ while i <= #ARGV do
   if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(ARGV[i])) end
   if not ARGV[i + width - 1] then return redis.error_reply('ERR ack: op ' .. ARGV[i] .. ' lacks fields') end
   ops[#ops + 1] = i
-  if width == 2 then
+  if NO_JOB[ARGV[i]] then
     job_of[#ops] = false
   else
     ids[#ids + 1] = ARGV[i + 1]
@@ -107,10 +131,19 @@ local function take(k, id)
 end
 
 local applied, stale = 0, 0
+local adaptive -- the adaptive ops' summed counts and the last one's position
 for k = 1, #ops do
   local at = ops[k]
   local op = ARGV[at]
-  if op == 'pause' then
+  if op == 'adaptive' then
+    adaptive = adaptive or {used = 0, ok = 0, limited = 0, timeouts = 0, errors_5xx = 0}
+    adaptive.used = adaptive.used + tonumber(ARGV[at + 1])
+    adaptive.ok = adaptive.ok + tonumber(ARGV[at + 2])
+    adaptive.limited = adaptive.limited + tonumber(ARGV[at + 3])
+    adaptive.timeouts = adaptive.timeouts + tonumber(ARGV[at + 4])
+    adaptive.errors_5xx = adaptive.errors_5xx + tonumber(ARGV[at + 5])
+    adaptive.at = at
+  elseif op == 'pause' then
     -- No slot before the pause ends: the schedule restarts there.
     local paused = shaping_pause(shaping_load(K_SHAPE), now + tonumber(ARGV[at + 1]))
     if paused then shaping_store(K_SHAPE, paused) end
@@ -147,4 +180,71 @@ redis_batch('HDEL', K_JOBS, jobs_deleted)
 redis_batch('HSET', K_JOBS, jobs_set)
 redis_batch('ZADD', K_RETRY, retry_added)
 redis_batch('LPUSH', K_DLQ, dlq_records)
+
+-- ---- the adaptive rate: src/job/adaptive.c's twin, change both ----
+
+local ADAPTIVE_WINDOW_MAX_US = 3600000000 -- SL_ADAPTIVE_WINDOW_MAX_US
+local ADAPTIVE_FIELDS = {'adaptive_rate', 'adaptive_at', 'adaptive_used', 'adaptive_ok', 'adaptive_bad'}
+
+local function clamp(v, lo, hi)
+  if v < lo then return lo elseif v > hi then return hi end
+  return v
+end
+
+-- A stored counter: decimal digits (at most 18), else 0.
+local function stored_int(text)
+  if not text or #text > 18 or not string.match(text, '^%d+$') then return 0 end
+  return tonumber(text)
+end
+
+-- milli-jobs/s as jobs/s, as the config writes them: "70", "0.5".
+local function jobs_per_s(milli)
+  local text = string.format('%d.%03d', math.floor(milli / 1000), milli % 1000)
+  return (string.gsub(string.gsub(text, '0+$', ''), '%.$', ''))
+end
+
+local function adaptive_step(b, at, k_settings, k_events)
+  local min, max = tonumber(ARGV[at + 6]), tonumber(ARGV[at + 7])
+  local decrease, increase = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
+  local cooldown = tonumber(ARGV[at + 10])
+  local on_timeout, on_5xx = ARGV[at + 11] == '1', ARGV[at + 12] == '1'
+  local start, t_now = tonumber(ARGV[at + 13]), tonumber(ARGV[at + 14])
+  if t_now <= 0 then t_now = now end
+  local st = redis.call('HMGET', k_settings, unpack(ADAPTIVE_FIELDS))
+  local rate, window_at = stored_int(st[1]), stored_int(st[2])
+  local used, ok, bad = stored_int(st[3]), stored_int(st[4]), stored_int(st[5])
+  if rate <= 0 then
+    rate, window_at, used, ok, bad = clamp(start, min, max), t_now, 0, 0, 0
+  end
+  used = used + b.used
+  ok = ok + b.ok
+  bad = bad + b.limited + (on_timeout and b.timeouts or 0) + (on_5xx and b.errors_5xx or 0)
+  local old = rate
+  if t_now - window_at < cooldown then
+    rate = clamp(old, min, max)
+  else
+    local elapsed = clamp(t_now - window_at, 0, ADAPTIVE_WINDOW_MAX_US)
+    local slots_milli = math.floor(old * math.floor(elapsed / 1000) / 1000)
+    if bad > 0 then
+      rate = math.floor(old * decrease / 1000)
+    elseif ok > 0 and used * 1000 * 5 >= slots_milli * 4 then
+      rate = old + increase
+    end
+    rate = clamp(rate, min, max)
+    window_at, used, ok, bad = t_now, 0, 0, 0
+  end
+  redis.call('HSET', k_settings, 'adaptive_rate', fmt(rate), 'adaptive_at', fmt(window_at),
+    'adaptive_used', fmt(used), 'adaptive_ok', fmt(ok), 'adaptive_bad', fmt(bad))
+  if rate ~= old and k_events then
+    redis.call('LPUSH', k_events, cjson.encode({at_ms = math.floor(t_now / 1000), what = 'adaptive',
+      field = 'adaptive_rate', old = jobs_per_s(old), new = jobs_per_s(rate), by = 'sluice'}))
+    redis.call('LTRIM', k_events, 0, 99)
+  end
+  return rate
+end
+
+if adaptive then
+  if not KEYS[6] then return redis.error_reply('ERR ack: an adaptive op needs the settings key') end
+  return {applied, stale, adaptive_step(adaptive, adaptive.at, KEYS[6], KEYS[7])}
+end
 return {applied, stale}

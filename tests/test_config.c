@@ -195,6 +195,7 @@ static void check_tenant_defaults(const sl_tenant_config *t)
     cr_assert_eq(t->max_wait_ms, 0);
     cr_assert_eq(t->max_job_bytes, 1048576);
     cr_assert_str_eq(t->idempotency_header, "Idempotency-Key");
+    cr_assert_not(t->adaptive.enabled);
 }
 
 Test(spec_example, parses_with_its_values_and_defaults)
@@ -400,6 +401,67 @@ Test(rate, rejects_what_is_not_a_rate)
         snprintf(msg, sizeof msg, "tenants.a.rate: %s", cases[i].msg);
         bad(json, msg, NULL);
     }
+}
+
+/* ---- adaptive ------------------------------------------------------------ */
+
+Test(adaptive, defaults_and_every_key)
+{
+    sl_config *cfg = ok(ACME(", 'adaptive': {'min': 5, 'max': 200}"));
+    const sl_adaptive_config *a = &cfg->tenants[0].adaptive;
+    cr_assert(a->enabled);
+    cr_assert_eq(a->min_milli, 5000);
+    cr_assert_eq(a->max_milli, 200000);
+    cr_assert_eq(a->decrease_permille, 850);
+    cr_assert_eq(a->increase_milli, 5000); /* max / 40 */
+    cr_assert_eq(a->cooldown_ms, 1000);
+    cr_assert_not(a->on_timeout);
+    cr_assert_not(a->on_5xx);
+    sl_config_free(cfg);
+
+    cfg = ok(ACME(", 'adaptive': {'min': 0.5, 'max': 0.5, 'decrease': 0.9, 'increase': 0.25, "
+                  "'cooldown_ms': 250, 'on_timeout': true, 'on_5xx': true}"));
+    a = &cfg->tenants[0].adaptive;
+    cr_assert_eq(a->min_milli, 500);
+    cr_assert_eq(a->max_milli, 500);
+    cr_assert_eq(a->decrease_permille, 900);
+    cr_assert_eq(a->increase_milli, 250);
+    cr_assert_eq(a->cooldown_ms, 250);
+    cr_assert(a->on_timeout);
+    cr_assert(a->on_5xx);
+    sl_config_free(cfg);
+
+    /* a tiny max still rises by something */
+    cfg = ok(ACME(", 'adaptive': {'min': 0.001, 'max': 0.01}"));
+    cr_assert_eq(cfg->tenants[0].adaptive.increase_milli, 1);
+    sl_config_free(cfg);
+}
+
+Test(adaptive, mistakes_name_their_path)
+{
+    bad(ACME(", 'adaptive': {}"), "tenants.acme.adaptive.min: is required",
+        "tenants.acme.adaptive.max: is required", NULL);
+    bad(ACME(", 'adaptive': {'min': 50, 'max': 20}"),
+        "tenants.acme.adaptive.max: must be >= min (50.000)", NULL);
+    const char *decreases[] = {"0", "1", "1.5", "-0.5", "0.0005", "'0.7'", "true"};
+    for (size_t i = 0; i < sizeof decreases / sizeof decreases[0]; i++) {
+        char json[256];
+        snprintf(json, sizeof json, ACME(", 'adaptive': {'min': 1, 'max': 2, 'decrease': %s}"),
+                 decreases[i]);
+        bad(json,
+            "tenants.acme.adaptive.decrease: must be a number between 0.001 and 0.999, a "
+            "multiple of 0.001",
+            NULL);
+    }
+    bad(ACME(", 'adaptive': {'min': 1, 'max': 2, 'on_5xx': 1}"),
+        "tenants.acme.adaptive.on_5xx: must be true or false, not a number", NULL);
+    bad(ACME(", 'adaptive': {'min': 1, 'max': 2, 'cooldown_ms': 5}"),
+        "tenants.acme.adaptive.cooldown_ms: must be an integer between 10 and 3600000", NULL);
+    bad(ACME(", 'adaptive': {'min': 1, 'max': 2, 'increase': 0}"),
+        "tenants.acme.adaptive.increase: must be > 0", NULL);
+    bad(ACME(", 'adaptive': {'min': 1, 'max': 2, 'step': 1}"),
+        "tenants.acme.adaptive.step: unknown key", NULL);
+    bad(ACME(", 'adaptive': 5"), "tenants.acme.adaptive: must be an object, not a number", NULL);
 }
 
 /* ---- mistakes, one at a time --------------------------------------------- */

@@ -119,6 +119,25 @@ Test(h1_response, retry_after_comes_from_the_final_response)
     cr_assert_not(r.has_retry_after, "the interim response's Retry-After is not the final one's");
 }
 
+Test(h1_response, rate_limit_headers_come_from_the_final_response)
+{
+    sl_h1_response r;
+    cr_assert_eq(parse_whole(&r,
+                             "HTTP/1.1 103 Early Hints\r\nX-RateLimit-Remaining: 0\r\n\r\n"
+                             "HTTP/1.1 200 OK\r\nX-RateLimit-Reset:  9 \r\nRateLimit: d;r=0;t=4\r\n"
+                             "RateLimit-Remaining: 0\r\nRateLimit-Reset: 3\r\nContent-Length: 0\r\n\r\n",
+                             false),
+                 SL_H1_DONE);
+    cr_assert(r.ratelimit.any);
+    cr_assert_str_eq(r.ratelimit.x_remaining, "", "the interim response's is not the final one's");
+    cr_assert_str_eq(r.ratelimit.x_reset, "9");
+    cr_assert_str_eq(r.ratelimit.ratelimit, "d;r=0;t=4");
+    cr_assert_str_eq(r.ratelimit.remaining, "0");
+    cr_assert_str_eq(r.ratelimit.reset, "3");
+    cr_assert_eq(parse_whole(&r, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false), SL_H1_DONE);
+    cr_assert_not(r.ratelimit.any);
+}
+
 Test(h1_response, no_body_for_head_204_and_304_whatever_the_length_says)
 {
     sl_h1_response r;

@@ -46,6 +46,9 @@ typedef struct outcome {
     int status;
     char retry_after[64];
     char error[256];
+    bool timed_out;
+    bool has_ratelimit;
+    sl_ratelimit_raw ratelimit;
 } outcome;
 
 static void on_done(void *arg, const sl_http_result *result)
@@ -56,6 +59,10 @@ static void on_done(void *arg, const sl_http_result *result)
     o->status = result->status;
     snprintf(o->retry_after, sizeof o->retry_after, "%s", result->retry_after ? result->retry_after : "");
     snprintf(o->error, sizeof o->error, "%s", result->error ? result->error : "");
+    o->timed_out = result->timed_out;
+    o->has_ratelimit = result->ratelimit != NULL;
+    if (result->ratelimit)
+        o->ratelimit = *result->ratelimit;
     event_base_loopbreak(base);
 }
 
@@ -154,6 +161,27 @@ Test(http_client, retry_after_and_error_statuses_come_back)
     cr_assert_eq(o.status, 500);
     cr_assert_str_eq(o.retry_after, "");
     cr_assert_str_eq(o.error, "");
+    cr_assert_not(o.timed_out);
+    cr_assert_not(o.has_ratelimit);
+    raw_http_server_stop(&server);
+}
+
+Test(http_client, rate_limit_headers_come_back)
+{
+    static const raw_reply script[] = {
+        {RAW_ANSWER, "HTTP/1.1 200 OK\r\nX-RateLimit-Remaining: 0\r\nx-ratelimit-reset: 12\r\n"
+                     "RateLimit: \"default\";r=0;t=30\r\nContent-Length: 0\r\n\r\n"},
+        {RAW_ANSWER, OK_EMPTY},
+    };
+    start_server(script, 2);
+    outcome o = request("POST", url_of("/"), "{}", 2000);
+    cr_assert_eq(o.status, 200);
+    cr_assert(o.has_ratelimit);
+    cr_assert_str_eq(o.ratelimit.x_remaining, "0");
+    cr_assert_str_eq(o.ratelimit.x_reset, "12");
+    cr_assert_str_eq(o.ratelimit.ratelimit, "\"default\";r=0;t=30");
+    o = request("POST", url_of("/"), "{}", 2000);
+    cr_assert_not(o.has_ratelimit, "the next response on the connection has none");
     raw_http_server_stop(&server);
 }
 
@@ -225,6 +253,7 @@ Test(http_client, a_silent_endpoint_times_out_and_its_connection_closes)
     outcome o = request("POST", url_of("/"), "x", 200);
     cr_assert_eq(o.status, 0);
     cr_assert(strstr(o.error, "Operation timed out after"), "error: %s", o.error);
+    cr_assert(o.timed_out);
     cr_assert_eq(sl_h1_connection_count(client), 0);
     cr_assert_eq(request("POST", url_of("/"), "y", 2000).status, 200);
     raw_http_server_stop(&server);

@@ -43,8 +43,10 @@ static const char *const redis_tls_keys[] = {"ca_file", "cert_file", "key_file",
 static const char *const tenant_keys[] = {
     "endpoint", "rate",       "capacity", "overflow",    "concurrency",   "timeout_ms",
     "retry",    "headers",    "format",   "allow_urls",  "max_wait_ms",   "limits",
-    "max_job_bytes", "idempotency_header", "tls", NULL};
+    "max_job_bytes", "idempotency_header", "tls", "adaptive", NULL};
 static const char *const tls_keys[] = {"ca_file", "cert_file", "key_file", NULL};
+static const char *const adaptive_keys[] = {"min",         "max",        "decrease", "increase",
+                                            "cooldown_ms", "on_timeout", "on_5xx",   NULL};
 static const char *const retry_keys[] = {"max_attempts", "base_ms", "max_ms", NULL};
 static const char *const limit_keys[] = {"name", "type", "on_deny", "capacity",
                                          "rate", "max",  "window_ms", NULL};
@@ -259,6 +261,74 @@ static void parse_tls(parse_ctx *c, const cJSON *tenant, const char *parent, sl_
     sl_jpath_check_unknown(&c->r, obj, path, tls_keys);
     sl_jpath_check_duplicates(&c->r, obj, path);
     parse_tls_files(c, obj, path, &t->tls_ca_file, &t->tls_cert_file, &t->tls_key_file);
+}
+
+/* obj.key as a boolean into *out (left alone when absent or bad). */
+static void read_bool(parse_ctx *c, const cJSON *obj, const char *parent, const char *key,
+                      bool *out)
+{
+    const cJSON *v = sl_jpath_member(obj, key);
+    if (!v)
+        return;
+    if (!cJSON_IsBool(v)) {
+        char p[SL_JPATH_LEN];
+        sl_jpath_key(p, sizeof p, parent, key);
+        sl_jpath_fail(&c->r, p, "must be true or false, not %s", sl_jpath_type(v));
+        return;
+    }
+    *out = cJSON_IsTrue(v);
+}
+
+/* "decrease": the factor of a step down, in (0, 1) with at most three
+ * decimals, kept as permille so that C and Lua compute it alike. */
+static void read_decrease(parse_ctx *c, const cJSON *obj, const char *parent, int64_t *out)
+{
+    const cJSON *v = sl_jpath_member(obj, "decrease");
+    if (!v)
+        return;
+    char p[SL_JPATH_LEN];
+    sl_jpath_key(p, sizeof p, parent, "decrease");
+    double d = cJSON_IsNumber(v) ? v->valuedouble * 1000 : -1;
+    int64_t permille = (int64_t)(d + 0.5);
+    double off = d - (double)permille;
+    if (!(d >= 1 && d <= 999) || off > 1e-6 || off < -1e-6) {
+        sl_jpath_fail(&c->r, p, "must be a number between 0.001 and 0.999, a multiple of 0.001");
+        return;
+    }
+    *out = permille;
+}
+
+/* The adaptive object; absent: the rate is the file's (or an override). */
+static void parse_adaptive(parse_ctx *c, const cJSON *tenant, const char *parent,
+                           sl_adaptive_config *a)
+{
+    char path[SL_JPATH_LEN];
+    sl_jpath_status st;
+    const cJSON *obj = sl_jpath_object(&c->r, tenant, parent, "adaptive", path, sizeof path, &st);
+    *a = (sl_adaptive_config){.decrease_permille = SL_ADAPTIVE_DECREASE_PERMILLE_DEFAULT};
+    if (!obj)
+        return;
+    a->enabled = true;
+    sl_jpath_check_unknown(&c->r, obj, path, adaptive_keys);
+    sl_jpath_check_duplicates(&c->r, obj, path);
+    sl_jpath_status min = sl_config_field_read(&c->r, obj, path, SL_FIELD_ADAPTIVE_MIN, &a->min_milli);
+    sl_jpath_status max = sl_config_field_read(&c->r, obj, path, SL_FIELD_ADAPTIVE_MAX, &a->max_milli);
+    if (min == SL_JPATH_OK && max == SL_JPATH_OK && a->max_milli < a->min_milli) {
+        char p[SL_JPATH_LEN];
+        sl_jpath_key(p, sizeof p, path, "max");
+        sl_jpath_fail(&c->r, p, "must be >= min (%" PRId64 ".%03" PRId64 ")", a->min_milli / 1000,
+                      a->min_milli % 1000);
+    }
+    read_decrease(c, obj, path, &a->decrease_permille);
+    sl_config_field_read(&c->r, obj, path, SL_FIELD_ADAPTIVE_INCREASE, &a->increase_milli);
+    if (a->increase_milli == 0) {
+        a->increase_milli = a->max_milli / SL_ADAPTIVE_INCREASE_DIVISOR;
+        if (a->increase_milli < 1)
+            a->increase_milli = 1;
+    }
+    sl_config_field_read(&c->r, obj, path, SL_FIELD_ADAPTIVE_COOLDOWN_MS, &a->cooldown_ms);
+    read_bool(c, obj, path, "on_timeout", &a->on_timeout);
+    read_bool(c, obj, path, "on_5xx", &a->on_5xx);
 }
 
 static bool header_value_clean(const char *v)
@@ -552,6 +622,7 @@ static void parse_tenant(parse_ctx *c, const cJSON *obj, const char *path, sl_te
     parse_limits(c, obj, path, t);
     sl_config_field_read(&c->r, obj, path, SL_FIELD_MAX_JOB_BYTES, &t->max_job_bytes);
     parse_tls(c, obj, path, t);
+    parse_adaptive(c, obj, path, &t->adaptive);
 }
 
 static void tenant_clear(sl_tenant_config *t)

@@ -51,6 +51,19 @@ typedef struct sl_retry_config {
     int64_t max_ms;       /* at least base_ms */
 } sl_retry_config;
 
+/* A tenant's "adaptive" object (issue 16): the bounds and steps of the
+ * adaptive rate controller (job/adaptive.h), which lua/ack.lua runs. */
+typedef struct sl_adaptive_config {
+    bool enabled;              /* the object is present */
+    int64_t min_milli;         /* milli-jobs/s, <= max_milli */
+    int64_t max_milli;
+    int64_t decrease_permille; /* 1..999: "decrease" x 1000 */
+    int64_t increase_milli;    /* per window; absent: max / 40 (at least 1) */
+    int64_t cooldown_ms;       /* the window: at most one change per cooldown */
+    bool on_timeout;           /* timeouts slow it down too */
+    bool on_5xx;               /* 5xx other than 503 slow it down too */
+} sl_adaptive_config;
+
 typedef struct sl_tenant_config {
     char *name;            /* the tenant, or "*" for the template */
     char *endpoint;        /* http:// or https:// URL */
@@ -73,6 +86,7 @@ typedef struct sl_tenant_config {
     char *tls_ca_file;     /* "tls": the CA bundle for https://, or NULL (the system's) */
     char *tls_cert_file;   /* a client certificate (mutual TLS) and its key, or NULL */
     char *tls_key_file;
+    sl_adaptive_config adaptive;
 } sl_tenant_config;
 
 typedef struct sl_config {

@@ -66,6 +66,16 @@ static const sl_field fields[SL_FIELD_COUNT] = {
     [SL_FIELD_LIMIT_TYPE] = {"type", SL_FIELD_ENUM, 0, 0, true, 0, limit_type_names},
     [SL_FIELD_LIMIT_ON_DENY] = {"on_deny", SL_FIELD_ENUM, 0, 0, false, SL_ON_DENY_DELAY,
                                 on_deny_names},
+
+    [SL_FIELD_ADAPTIVE_MIN] = {"min", SL_FIELD_RATE, SL_RATE_MILLI_MIN, SL_RATE_MILLI_MAX, true, 0,
+                               NULL},
+    [SL_FIELD_ADAPTIVE_MAX] = {"max", SL_FIELD_RATE, SL_RATE_MILLI_MIN, SL_RATE_MILLI_MAX, true, 0,
+                               NULL},
+    /* 0: max / 40, which config.c fills in. */
+    [SL_FIELD_ADAPTIVE_INCREASE] = {"increase", SL_FIELD_RATE, SL_RATE_MILLI_MIN,
+                                    SL_RATE_MILLI_MAX, false, 0, NULL},
+    [SL_FIELD_ADAPTIVE_COOLDOWN_MS] = {"cooldown_ms", SL_FIELD_INT, 10, 3600000, false,
+                                       SL_ADAPTIVE_COOLDOWN_MS_DEFAULT, NULL},
 };
 
 const sl_field *sl_config_field(sl_field_id id)

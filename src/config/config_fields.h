@@ -44,6 +44,11 @@ typedef enum sl_field_id {
     /* one of a tenant's limits (sl_limit_config) */
     SL_FIELD_LIMIT_TYPE,
     SL_FIELD_LIMIT_ON_DENY,
+    /* a tenant's adaptive (sl_adaptive_config) */
+    SL_FIELD_ADAPTIVE_MIN,
+    SL_FIELD_ADAPTIVE_MAX,
+    SL_FIELD_ADAPTIVE_INCREASE,
+    SL_FIELD_ADAPTIVE_COOLDOWN_MS,
     SL_FIELD_COUNT
 } sl_field_id;
 

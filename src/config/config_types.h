@@ -31,4 +31,9 @@ typedef enum sl_limit_type {
  * which is also the "type" of a limit in the config; NULL if out of range. */
 const char *sl_limit_type_name(sl_limit_type type);
 
+/* The defaults of a tenant's "adaptive" object (sl_adaptive_config). */
+#define SL_ADAPTIVE_DECREASE_PERMILLE_DEFAULT 850 /* x0.85 */
+#define SL_ADAPTIVE_INCREASE_DIVISOR 40           /* increase: max/40 (2.5% of max) */
+#define SL_ADAPTIVE_COOLDOWN_MS_DEFAULT 1000      /* also config_fields.c's row */
+
 #endif

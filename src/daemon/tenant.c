@@ -26,11 +26,13 @@
 #include "base/realtime.h"
 #include "daemon/ack_batch.h"
 #include "daemon/tenant.h"
+#include "job/adaptive.h"
 #include "job/backoff.h"
 #include "job/claim_policy.h"
 #include "job/envelope.h"
 #include "job/outcome.h"
 #include "job/pacing.h"
+#include "job/ratelimit_headers.h"
 #include "job/request.h"
 #include "redis/claim.h"
 #include "redis/keys.h"
@@ -80,6 +82,7 @@ struct tenant {
     struct event *release_timer;
 
     sl_ack_batch acks;    /* outcomes on their way to Redis (ack_batch.h) */
+    sl_adaptive_batch outcomes; /* an adaptive tenant's, since the last ack went */
     struct event *ack_timer;
     struct event *resend_timer; /* a failed ack's backoff */
     int claim_failures;   /* transient claim errors in a row: their backoff */
@@ -215,10 +218,33 @@ static void on_ack_reply(redisReply *reply, void *arg)
         ack_flush(t);
 }
 
+/* An adaptive tenant's outcomes since the last ack ride with the next
+ * one: ack.lua steps the fleet's rate by them (job/adaptive.h). */
+static void add_adaptive_op(tenant *t)
+{
+    const sl_adaptive_config *a = &t->config->adaptive;
+    sl_adaptive_batch *o = &t->outcomes;
+    if (a->enabled && o->used > 0) {
+        sl_adaptive_params p = {
+            .min_milli = a->min_milli,
+            .max_milli = a->max_milli,
+            .decrease_permille = a->decrease_permille,
+            .increase_milli = a->increase_milli,
+            .cooldown_us = a->cooldown_ms * 1000,
+            .on_timeout = a->on_timeout,
+            .on_5xx = a->on_5xx,
+        };
+        sl_ack_adaptive(&t->acks.filling, o, &p, t->config->rate_milli, 0);
+    }
+    *o = (sl_adaptive_batch){0};
+}
+
 static void ack_flush(tenant *t)
 {
     sl_ack_batch *b = &t->acks;
     evtimer_del(t->ack_timer);
+    if (t->outcomes.used > 0)
+        add_adaptive_op(t);
     if (!sl_ack_batch_take(b, sl_redis_conn_sha(t->env->redis, "ack"), &t->keys, t->name))
         return;
     const char **argv = sl_argv_finish(&b->sending);
@@ -291,6 +317,39 @@ static void describe_failure(const sl_http_result *result, char *out, size_t siz
         snprintf(out, size, "%s", result->error ? result->error : "no response");
 }
 
+/* What an adaptive tenant's controller learns from one request.
+ * paused: its rate-limit headers said nothing remains, which counts as a
+ * refusal: the rate steps down before the endpoint has to refuse. */
+static void count_outcome(tenant *t, const sl_http_result *result, bool paused)
+{
+    if (!t->config->adaptive.enabled)
+        return;
+    sl_adaptive_batch *o = &t->outcomes;
+    int status = result->status;
+    o->used++;
+    if (status >= 200 && status <= 299)
+        o->ok++;
+    else if (status == 429 || status == 503)
+        o->limited++;
+    if (paused && status != 429 && status != 503)
+        o->limited++;
+    else if (status >= 500 && status <= 599)
+        o->errors_5xx++;
+    else if (status == 0 && result->timed_out)
+        o->timeouts++;
+}
+
+/* Fleet-wide: no slot of this tenant for delay_ms; the jobs already given
+ * slots inside the pause go back to be claimed again after it. The caller
+ * adds its own job's op, then acks (at once: the rest of the fleet must
+ * hear of the pause). */
+static void pause_tenant(tenant *t, int64_t delay_ms)
+{
+    sl_ack_pause(&t->acks.filling, delay_ms * 1000);
+    while (t->head)
+        release_job(t, pop_waiting(t));
+}
+
 static void on_delivered(void *arg, const sl_http_result *result)
 {
     job *j = arg;
@@ -307,6 +366,16 @@ static void on_delivered(void *arg, const sl_http_result *result)
     char error[200] = ""; /* what went wrong, for the retry or dead letter */
     if (outcome.kind != SL_OUTCOME_DELIVERED)
         describe_failure(result, error, sizeof error);
+    /* The endpoint's rate-limit headers say none is left before a reset:
+     * pause before it has to refuse (a Retry-After pause already does). */
+    int64_t limit_pause_ms = 0;
+    bool limit_pause = outcome.kind != SL_OUTCOME_PAUSE_RETRY &&
+                       sl_ratelimit_pause(result->ratelimit, sl_realtime_us() / 1000,
+                                          &limit_pause_ms) &&
+                       limit_pause_ms > 0;
+    count_outcome(t, result, limit_pause);
+    if (limit_pause)
+        pause_tenant(t, limit_pause_ms);
     switch (outcome.kind) {
     case SL_OUTCOME_DELIVERED:
         sl_ack_done(&t->acks.filling, j->id, j->lease);
@@ -318,9 +387,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
         /* Fleet-wide: no slot of this tenant before the pause ends. The
          * jobs already given slots inside the pause go back to be claimed
          * again after it. */
-        sl_ack_pause(&t->acks.filling, outcome.delay_ms * 1000);
-        while (t->head)
-            release_job(t, pop_waiting(t));
+        pause_tenant(t, outcome.delay_ms);
         retry_job(t, j, outcome.delay_ms * 1000, error);
         ack_flush(t); /* the rest of the fleet must hear of the pause at once */
         break;
@@ -331,6 +398,8 @@ static void on_delivered(void *arg, const sl_http_result *result)
         dead_letter_job(t, j, outcome.reason, result->status, true, error);
         break;
     }
+    if (limit_pause)
+        ack_flush(t);
     ack_added(t);
     release_due(t);
 }
@@ -645,6 +714,9 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
         .limits = t->limits,
         .limit_count = config->limit_count,
         .concurrency = config->concurrency,
+        /* the claim applies settings' adaptive_rate only within these */
+        .adaptive_min_milli = config->adaptive.enabled ? config->adaptive.min_milli : 0,
+        .adaptive_max_milli = config->adaptive.enabled ? config->adaptive.max_milli : 0,
     };
     /* The file's values until a claim reply says what the settings make
      * of them (apply_settings). */

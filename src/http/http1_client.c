@@ -68,6 +68,7 @@ struct exchange {
     struct event *timeout;
     sl_h1_response response;
     char error[256]; /* why it failed; "" if it did not */
+    bool timed_out;  /* error is the timeout's */
     exchange *next; /* in the origin's wait, the report queue or the free list */
 };
 
@@ -160,6 +161,8 @@ static void on_report_soon(evutil_socket_t fd, short kind, void *arg)
             .status = failed ? 0 : ex->response.status,
             .retry_after = !failed && ex->response.has_retry_after ? ex->response.retry_after : NULL,
             .error = failed ? ex->error : NULL,
+            .timed_out = failed && ex->timed_out,
+            .ratelimit = !failed && ex->response.ratelimit.any ? &ex->response.ratelimit : NULL,
             .elapsed_us = sl_monotonic_us() - ex->started_us,
         };
         /* Recycled only after done: the texts above are ex's, and a
@@ -701,6 +704,7 @@ static void on_timeout(evutil_socket_t fd, short kind, void *arg)
     char why[128];
     snprintf(why, sizeof why, "Operation timed out after %" PRId64 " milliseconds with %zu bytes received",
              (sl_monotonic_us() - ex->started_us) / 1000, ex->received);
+    ex->timed_out = true;
     finish(ex, why);
 }
 
@@ -860,6 +864,7 @@ bool sl_h1_send(sl_h1_client *client, const sl_h1_target *target, const sl_http_
     ex->head_request = strcmp(request->method, "HEAD") == 0;
     ex->retried = false;
     ex->error[0] = '\0';
+    ex->timed_out = false;
     ex->received = 0;
     ex->started_us = sl_monotonic_us();
     if (request->timeout_ms > 0) {

@@ -143,6 +143,8 @@ static sl_h1_progress parse_header_line(sl_h1_response *r, const char *line, siz
         memcpy(r->retry_after, value, n);
         r->retry_after[n] = '\0';
         r->has_retry_after = true;
+    } else {
+        sl_ratelimit_capture(&r->ratelimit, line, name_len, value, value_len);
     }
     return SL_H1_MORE;
 }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "job/ratelimit_headers.h"
+
 /* The most a response's head (status line and header lines) may take. */
 #define SL_H1_HEAD_MAX ((size_t)64 << 10)
 
@@ -38,6 +40,7 @@ typedef struct sl_h1_response {
     int status;
     char retry_after[128]; /* the final response's Retry-After, truncated */
     bool has_retry_after;
+    sl_ratelimit_raw ratelimit; /* the final response's rate-limit headers */
     bool keep_alive;       /* the connection may carry another request */
     const char *error;     /* static text, once SL_H1_ERROR is returned */
     /* Parsing state. */

@@ -24,6 +24,7 @@ typedef struct transfer {
     int64_t started_us;
     char retry_after[128];
     bool has_retry_after;
+    sl_ratelimit_raw ratelimit; /* the final response's rate-limit headers */
     char error[CURL_ERROR_SIZE];
     struct transfer *next_free;            /* in the pool */
     struct transfer *prev_active, *next_active; /* while in flight */
@@ -94,11 +95,14 @@ static void drain_completed(sl_curl_client *client)
          * before done, which may start another request on it. */
         char retry_after[sizeof t->retry_after], error[CURL_ERROR_SIZE];
         snprintf(retry_after, sizeof retry_after, "%s", t->retry_after);
+        sl_ratelimit_raw ratelimit = t->ratelimit;
         snprintf(error, sizeof error, "%s", t->error[0] ? t->error : curl_easy_strerror(code));
         sl_http_result result = {
             .status = code == CURLE_OK ? (int)status : 0,
             .retry_after = t->has_retry_after ? retry_after : NULL,
             .error = code == CURLE_OK ? NULL : error,
+            .timed_out = code == CURLE_OPERATION_TIMEDOUT,
+            .ratelimit = code == CURLE_OK && ratelimit.any ? &ratelimit : NULL,
             .elapsed_us = sl_monotonic_us() - t->started_us,
         };
         sl_http_done_fn done = t->done;
@@ -201,7 +205,7 @@ static size_t discard_body(char *data, size_t size, size_t count, void *arg)
     return size * count;
 }
 
-/* Keeps the Retry-After header of the final response. */
+/* Keeps the Retry-After and rate-limit headers of the final response. */
 static size_t read_header(char *data, size_t size, size_t count, void *arg)
 {
     transfer *t = arg;
@@ -219,6 +223,12 @@ static size_t read_header(char *data, size_t size, size_t count, void *arg)
         t->has_retry_after = true;
     } else if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
         t->has_retry_after = false; /* a new response (after 100 Continue) */
+        sl_ratelimit_clear(&t->ratelimit);
+    } else {
+        const char *colon = memchr(data, ':', len);
+        if (colon)
+            sl_ratelimit_capture(&t->ratelimit, data, (size_t)(colon - data), colon + 1,
+                                 len - (size_t)(colon - data) - 1);
     }
     return len;
 }
@@ -345,6 +355,7 @@ bool sl_curl_send(sl_curl_client *client, const sl_http_request *request, sl_htt
     t->done = done;
     t->arg = arg;
     t->has_retry_after = false;
+    sl_ratelimit_clear(&t->ratelimit);
     t->error[0] = '\0';
     t->started_us = sl_monotonic_us();
     t->headers = NULL;

@@ -4,8 +4,11 @@
 #ifndef SLUICE_HTTP_EXCHANGE_H
 #define SLUICE_HTTP_EXCHANGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "job/ratelimit_headers.h"
 
 /* The most idle connections each of the two clients keeps open, all hosts
  * together (libcurl's CURLMOPT_MAXCONNECTS for https://). */
@@ -30,6 +33,10 @@ typedef struct sl_http_result {
     int status;              /* HTTP status, 0 when no response (see error) */
     const char *retry_after; /* Retry-After header value or NULL; valid during the callback */
     const char *error;       /* transport error text when status is 0, else NULL */
+    bool timed_out;          /* status 0 because timeout_ms ran out */
+    /* The response's rate-limit headers (ratelimit_headers.h), or NULL
+     * when it had none; valid during the callback. */
+    const sl_ratelimit_raw *ratelimit;
     int64_t elapsed_us;
 } sl_http_result;
 

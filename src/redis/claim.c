@@ -10,7 +10,7 @@
  * rate_source, concurrency, paused_until */
 #define REPLY_HEADER 10
 #define REPLY_PER_JOB 6
-#define ACK_HEADER_ARGS 9 /* EVALSHA sha 5 five-keys tenant */
+#define ACK_HEADER_ARGS 11 /* EVALSHA sha 7 seven-keys tenant */
 
 void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE])
 {
@@ -162,12 +162,16 @@ void sl_ack_start(sl_argv *a, const char *sha, const sl_tenant_keys *keys, const
     sl_argv_reset(a);
     sl_argv_add_str(a, "EVALSHA");
     sl_argv_add_str(a, sha);
-    sl_argv_add_str(a, "5");
+    sl_argv_add_str(a, "7");
     sl_argv_add_str(a, keys->inflight);
     sl_argv_add_str(a, keys->jobs);
     sl_argv_add_str(a, keys->retry);
     sl_argv_add_str(a, keys->dlq);
     sl_argv_add_str(a, keys->shape);
+    /* Touched only by an adaptive op: a tenant without one pays two
+     * arguments, no command. */
+    sl_argv_add_str(a, keys->settings);
+    sl_argv_add_str(a, keys->events);
     sl_argv_add_str(a, tenant);
 }
 
@@ -215,4 +219,24 @@ void sl_ack_pause(sl_argv *a, int64_t delay_us)
 {
     sl_argv_add_str(a, "pause");
     sl_argv_add_int(a, delay_us);
+}
+
+void sl_ack_adaptive(sl_argv *a, const sl_adaptive_batch *b, const sl_adaptive_params *p,
+                     int64_t start_rate_milli, int64_t now_us)
+{
+    sl_argv_add_str(a, "adaptive");
+    sl_argv_add_int(a, b->used);
+    sl_argv_add_int(a, b->ok);
+    sl_argv_add_int(a, b->limited);
+    sl_argv_add_int(a, b->timeouts);
+    sl_argv_add_int(a, b->errors_5xx);
+    sl_argv_add_int(a, p->min_milli);
+    sl_argv_add_int(a, p->max_milli);
+    sl_argv_add_int(a, p->decrease_permille);
+    sl_argv_add_int(a, p->increase_milli);
+    sl_argv_add_int(a, p->cooldown_us);
+    sl_argv_add_int(a, p->on_timeout ? 1 : 0);
+    sl_argv_add_int(a, p->on_5xx ? 1 : 0);
+    sl_argv_add_int(a, start_rate_milli);
+    sl_argv_add_int(a, now_us);
 }

@@ -12,6 +12,7 @@
 #include <hiredis/hiredis.h>
 
 #include "admission/settings.h"
+#include "job/adaptive.h"
 #include "redis/keys.h"
 #include "redis/redis_argv.h"
 
@@ -111,5 +112,10 @@ void sl_ack_release(sl_argv *a, const char *id, int64_t lease, int64_t order_us)
 void sl_ack_dead(sl_argv *a, const char *id, int64_t lease, const char *reason, int http_status,
                  bool attempted, const char *error);
 void sl_ack_pause(sl_argv *a, int64_t delay_us);
+/* The batch's outcomes for the adaptive rate (job/adaptive.h): ack.lua
+ * steps the rate in the settings hash by them, p's parameters, the file's
+ * start_rate_milli when it has none yet, at now_us (0: Redis's TIME). */
+void sl_ack_adaptive(sl_argv *a, const sl_adaptive_batch *b, const sl_adaptive_params *p,
+                     int64_t start_rate_milli, int64_t now_us);
 
 #endif

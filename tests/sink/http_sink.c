@@ -46,6 +46,7 @@ struct sink {
     sl_sink_log log;
     struct event *flush_timer; /* pending while the log buffer holds lines */
     sl_flaky_map flaky;
+    sl_sink_bucket bucket; /* /limit's hidden limit, whatever its rate */
     sl_sink_route mode; /* what plain paths answer; all-zero: 200 "ok" */
     struct event *sigterm, *sigint;
     slow_request *slow; /* list head */
@@ -230,6 +231,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     const sl_sink_route *route = sl_sink_route_under_mode(&own, &s->mode);
     struct evkeyvalq *headers = evhttp_request_get_input_headers(req);
     int status = 200;
+    sl_sink_verdict verdict = {0};
     switch (route->kind) {
     case SL_SINK_STATUS:
         status = route->status;
@@ -238,6 +240,14 @@ static void on_request(struct evhttp_request *req, void *arg)
         const char *key = evhttp_find_header(headers, "Idempotency-Key");
         uint64_t seen = sl_flaky_hit(&s->flaky, key ? key : "", key ? strlen(key) : 0);
         status = seen == 0 ? 500 : seen <= (uint64_t)route->param ? 503 : 200;
+        break;
+    }
+    case SL_SINK_LIMIT: {
+        struct timespec mono;
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        verdict = sl_sink_bucket_take(&s->bucket, route->param,
+                                      (int64_t)mono.tv_sec * 1000000 + mono.tv_nsec / 1000);
+        status = verdict.allowed ? 200 : 429;
         break;
     }
     case SL_SINK_CLOSE:
@@ -285,6 +295,20 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     case SL_SINK_FLAKY:
         reply(req, status, status == 200 ? "ok" : status == 503 ? "flaky\n" : "out of memory\n");
+        break;
+    case SL_SINK_LIMIT:
+        if (route->headers) {
+            struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+            char value[32];
+            snprintf(value, sizeof value, "%lld", (long long)verdict.remaining);
+            evhttp_add_header(out, "X-RateLimit-Remaining", value);
+            /* seconds, to the millisecond, rounded up */
+            int64_t ms = (verdict.reset_us + 999) / 1000;
+            snprintf(value, sizeof value, "%lld.%03lld", (long long)(ms / 1000),
+                     (long long)(ms % 1000));
+            evhttp_add_header(out, "X-RateLimit-Reset", value);
+        }
+        reply(req, status, status == 200 ? "ok" : "limited\n");
         break;
     case SL_SINK_CLOSE:
         /* Frees the request with its connection: libevent's read path

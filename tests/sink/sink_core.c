@@ -138,7 +138,42 @@ void sl_sink_route_parse(const char *uri, sl_sink_route *out)
         }
         out->kind = SL_SINK_FLAKY;
         out->param = v;
+    } else if (starts_with(path, "/limit/", &rest)) {
+        if (!parse_uint(&rest, &v) || !segment_end(*rest) || v < 1 || v > SL_SINK_LIMIT_MAX) {
+            out->kind = SL_SINK_BAD;
+            out->error = "/limit/R: R must be an integer between 1 and 1000000";
+            return;
+        }
+        out->kind = SL_SINK_LIMIT;
+        out->param = v;
+        const char *query = strchr(rest, '?');
+        out->headers = query && strstr(query, "headers=1") != NULL;
     }
+}
+
+sl_sink_verdict sl_sink_bucket_take(sl_sink_bucket *b, int64_t rate, int64_t now_us)
+{
+    const int64_t one = 1000000;
+    int64_t burst = (rate / 10 > 1 ? rate / 10 : 1) * one;
+    if (b->at_us == 0) {
+        b->micro_tokens = burst;
+    } else if (now_us > b->at_us) {
+        int64_t elapsed = now_us - b->at_us;
+        if (elapsed > 10 * one)
+            elapsed = 10 * one; /* long enough to fill any bucket */
+        b->micro_tokens += rate * elapsed;
+    }
+    if (b->micro_tokens > burst)
+        b->micro_tokens = burst;
+    if (now_us > b->at_us)
+        b->at_us = now_us;
+    sl_sink_verdict v = {.allowed = b->micro_tokens >= one};
+    if (v.allowed)
+        b->micro_tokens -= one;
+    v.remaining = b->micro_tokens / one;
+    if (v.remaining == 0)
+        v.reset_us = (one - b->micro_tokens + rate - 1) / rate;
+    return v;
 }
 
 /* ---- the mode ---- */
@@ -159,6 +194,7 @@ const char *sl_sink_mode_parse(const char *mode_path, sl_sink_route *mode)
     case SL_SINK_STATUS:
     case SL_SINK_SLOW:
     case SL_SINK_FLAKY:
+    case SL_SINK_LIMIT:
     case SL_SINK_CLOSE:
     case SL_SINK_RESET:
         return NULL;
@@ -166,7 +202,7 @@ const char *sl_sink_mode_parse(const char *mode_path, sl_sink_route *mode)
         return mode->error;
     default:
         return "/_mode/BEHAVIOUR: BEHAVIOUR must be ok, status/NNN[?retry_after=S], slow/MS, "
-               "flaky/N, close or reset";
+               "flaky/N, limit/R[?headers=1], close or reset";
     }
 }
 
@@ -187,6 +223,9 @@ int sl_sink_route_describe(const sl_sink_route *r, char *out, size_t size)
         return snprintf(out, size, "slow %lld", (long long)r->param);
     case SL_SINK_FLAKY:
         return snprintf(out, size, "flaky %lld", (long long)r->param);
+    case SL_SINK_LIMIT:
+        return snprintf(out, size, "limit %lld%s", (long long)r->param,
+                        r->headers ? " headers" : "");
     case SL_SINK_CLOSE:
         return snprintf(out, size, "close");
     case SL_SINK_RESET:

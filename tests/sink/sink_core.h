@@ -13,6 +13,7 @@
 #define SL_SINK_FLAKY_MAX 1000000000       /* /flaky/N: N at most 1e9 */
 #define SL_SINK_FLAKY_KEYS_MAX 1000000     /* keys remembered by /flaky */
 #define SL_SINK_RETRY_AFTER_MAX 128        /* decoded retry_after, with NUL */
+#define SL_SINK_LIMIT_MAX 1000000          /* /limit/R: R at most 10^6 requests/s */
 
 typedef enum sl_sink_kind {
     SL_SINK_OK,     /* anything else: 200 "ok" */
@@ -20,6 +21,7 @@ typedef enum sl_sink_kind {
     SL_SINK_STATUS, /* /status/NNN[/...][?retry_after=S] */
     SL_SINK_SLOW,   /* /slow/MS[/...] */
     SL_SINK_FLAKY,  /* /flaky/N[/...] */
+    SL_SINK_LIMIT,  /* /limit/R[/...][?headers=1]: a hidden token bucket, 429 beyond */
     SL_SINK_CLOSE,  /* /close[/...]: drop the connection, no answer */
     SL_SINK_RESET,  /* /reset[/...]: drop the connection with a TCP reset */
     SL_SINK_MODE,   /* /_mode[/BEHAVIOUR]: a control path, any method */
@@ -29,7 +31,9 @@ typedef enum sl_sink_kind {
 typedef struct sl_sink_route {
     sl_sink_kind kind;
     int status;      /* STATUS: 100..599 */
-    int64_t param;   /* SLOW: milliseconds; FLAKY: 503s per key before 200s */
+    int64_t param;   /* SLOW: milliseconds; FLAKY: 503s per key before 200s;
+                        LIMIT: requests/s */
+    bool headers;    /* LIMIT: answer X-RateLimit-Remaining and -Reset */
     char retry_after[SL_SINK_RETRY_AFTER_MAX]; /* STATUS: decoded, "" if none */
     const char *error; /* BAD: a static message naming the bad part */
     const char *mode_path; /* MODE: what follows "/_mode" in the uri, "" for none */
@@ -90,6 +94,26 @@ size_t sl_sink_format_line(char *out, const sl_sink_record *r);
 /* Escapes len bytes of in into out (room for 4 * len bytes); returns the
  * bytes written. */
 size_t sl_sink_escape(char *out, const void *in, size_t len);
+
+/* The hidden limit of /limit/R: a token bucket of R tokens/s holding at
+ * most max(1, R/10) (a tenth of a second's burst), full at first. All-zero
+ * is a new one. */
+typedef struct sl_sink_bucket {
+    int64_t micro_tokens; /* millionths of a token */
+    int64_t at_us;        /* when micro_tokens was right; 0: never used */
+} sl_sink_bucket;
+
+/* What the bucket says of one request. */
+typedef struct sl_sink_verdict {
+    bool allowed;       /* else 429 */
+    int64_t remaining;  /* whole tokens left after it */
+    int64_t reset_us;   /* until the next whole token (0 when one is left) */
+} sl_sink_verdict;
+
+/* One request at now_us (any monotonic clock) against rate R: refills,
+ * then takes a token if there is one. A change of R keeps the tokens
+ * (clamped to the new burst). */
+sl_sink_verdict sl_sink_bucket_take(sl_sink_bucket *b, int64_t rate, int64_t now_us);
 
 /* Counters of requests per Idempotency-Key for /flaky. All-zero is an
  * empty map; it allocates as keys arrive, and when it holds max_entries

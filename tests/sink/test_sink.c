@@ -53,6 +53,7 @@ typedef struct response {
     char body[256];
     size_t body_len;
     char retry_after[128]; /* "" when absent */
+    char remaining[32], reset[32]; /* X-RateLimit-*, "" when absent */
     long new_connections;  /* CURLINFO_NUM_CONNECTS */
 } response;
 
@@ -68,20 +69,29 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
     return len;
 }
 
-static size_t on_header(char *data, size_t size, size_t n, void *arg)
+/* Keeps header `name` (lower case, with its colon) of data into out. */
+static void keep_header(const char *data, size_t len, const char *name, char *out,
+                        size_t out_size)
 {
-    response *r = arg;
-    size_t len = size * n;
-    static const char name[] = "retry-after:";
-    if (len > sizeof name - 1 && strncasecmp(data, name, sizeof name - 1) == 0) {
-        const char *v = data + sizeof name - 1;
-        size_t vlen = len - (sizeof name - 1);
+    size_t name_len = strlen(name);
+    if (len > name_len && strncasecmp(data, name, name_len) == 0) {
+        const char *v = data + name_len;
+        size_t vlen = len - name_len;
         while (vlen && (*v == ' ' || *v == '\t'))
             v++, vlen--;
         while (vlen && (v[vlen - 1] == '\r' || v[vlen - 1] == '\n'))
             vlen--;
-        snprintf(r->retry_after, sizeof r->retry_after, "%.*s", (int)vlen, v);
+        snprintf(out, out_size, "%.*s", (int)vlen, v);
     }
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+    response *r = arg;
+    size_t len = size * n;
+    keep_header(data, len, "retry-after:", r->retry_after, sizeof r->retry_after);
+    keep_header(data, len, "x-ratelimit-remaining:", r->remaining, sizeof r->remaining);
+    keep_header(data, len, "x-ratelimit-reset:", r->reset, sizeof r->reset);
     return len;
 }
 
@@ -427,6 +437,46 @@ Test(test_endpoint, mode_sets_what_plain_paths_answer)
         cr_expect_eq(reqs[i].status, statuses[i], "line %zu (%s)", i, reqs[i].path);
     }
     sink_requests_free(reqs, n);
+    sink_stop(&s);
+}
+
+Test(test_endpoint, limit_mode_is_a_hidden_token_bucket)
+{
+    sink_process s;
+    start(&s);
+    /* 50/s: a burst of 5, then 429 until tokens come back */
+    response r = get(&s, "/_mode/limit/50?headers=1");
+    cr_assert_eq(r.status, 200);
+    cr_expect_str_eq(r.body, "limit 50 headers\n");
+    int allowed = 0, refused = 0;
+    for (int i = 0; i < 20; i++) {
+        r = request(&s, "POST", "/hook/x", "{}", 2, NULL);
+        cr_assert(r.status == 200 || r.status == 429, "status %ld", r.status);
+        if (i == 0) {
+            cr_expect_eq(r.status, 200);
+            cr_expect_str_eq(r.remaining, "4");
+            cr_expect_str_eq(r.reset, "0.000");
+        }
+        if (r.status == 429) {
+            cr_expect_str_eq(r.remaining, "0");
+            cr_expect_neq(strcmp(r.reset, "0.000"), 0, "a refusal says when to come back");
+        }
+        allowed += r.status == 200;
+        refused += r.status == 429;
+    }
+    /* 20 requests take far less than a second: the burst and a few refills */
+    cr_expect(allowed >= 5 && allowed <= 10, "%d allowed", allowed);
+    cr_expect_eq(allowed + refused, 20);
+    /* tokens come back at 50/s: 100 ms later, some pass again */
+    struct timespec pause = {0, 100000000};
+    nanosleep(&pause, NULL);
+    cr_expect_eq(request(&s, "POST", "/hook/y", "{}", 2, NULL).status, 200);
+    /* without headers=1 the answers carry none; a bad rate is refused */
+    cr_expect_eq(get(&s, "/_mode/limit/1000000").status, 200);
+    r = request(&s, "POST", "/hook/z", "{}", 2, NULL);
+    cr_expect_str_empty(r.remaining);
+    cr_expect_eq(get(&s, "/_mode/limit/0").status, 400);
+    cr_expect_eq(get(&s, "/_mode/limit/1000001").status, 400);
     sink_stop(&s);
 }
 
