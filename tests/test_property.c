@@ -7,7 +7,15 @@
  * checks PEXPIRETIME against the model, and a second model that forgets its
  * state exactly when Redis would drop the key must reply as the first:
  * expiry never changes a decision. The pause of ack.lua is checked the
- * same way, interleaved with the shaping script's admissions. */
+ * same way, interleaved with the shaping script's admissions.
+ *
+ * claim.lua's stacked limits are held to tests/support/claim_model.c the
+ * same way, job by job.
+ *
+ * Every run draws new sequences: the seed comes from SLUICE_PROPERTY_SEED
+ * or the clock, and each test logs it (replay a failure with
+ * SLUICE_PROPERTY_SEED=N). One sequence in 8 takes parameters at the ends
+ * of the exact ranges (edge_params). */
 #include <cjson/cJSON.h>
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -133,7 +141,7 @@ static void edge_params(const model_ops *m, uint64_t *rng, int64_t *first, int64
         *second = pick(rng, 2) ? long_windows[pick(rng, 5)] : 1 + pick(rng, SL_WINDOW_MS_MAX);
         int64_t most = SL_WINDOW_MAX_MAX;
         if (strcmp(m->script, "sliding_window_counter") == 0)
-            most = (SL_COUNTER_PRODUCT_MAX - 1) / *second - 1; /* (max + 1) * window < 2^52 */
+            most = SL_COUNTER_PRODUCT_MAX / *second - 1; /* (max + 1) * window <= 2^52 */
         else if (strcmp(m->script, "sliding_window_log") == 0)
             most = 1000;
         if (most > SL_WINDOW_MAX_MAX)
