@@ -37,25 +37,6 @@ static void teardown(void)
 
 TestSuite(adaptive_daemon, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *write_config(const char *tenants_format, ...)
-{
-    static char path[128];
-    char url[64];
-    snprintf(path, sizeof path, "%s/sluice.json", dir);
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", fx.server.port);
-    va_list ap;
-    va_start(ap, tenants_format);
-    config_file_vwrite(path, url, CONFIG_DAEMON_MEMBERS, tenants_format, ap);
-    va_end(ap);
-    return path;
-}
-
-static int compare_arrival(const void *a, const void *b)
-{
-    int64_t x = ((const sink_request *)a)->arrival_us, y = ((const sink_request *)b)->arrival_us;
-    return (x > y) - (x < y);
-}
-
 /* Waits until `want` requests were answered 200 (or timeout_ms passed);
  * the whole log so far in *out, sorted by arrival. */
 static size_t wait_ok(size_t want, int timeout_ms, sink_request **out, size_t *ok)
@@ -72,7 +53,7 @@ static size_t wait_ok(size_t want, int timeout_ms, sink_request **out, size_t *o
             break;
         nanosleep(&pause, NULL);
     }
-    qsort(*out, n, sizeof **out, compare_arrival);
+    sink_requests_sort_by_arrival(*out, n);
     return n;
 }
 
@@ -86,7 +67,7 @@ static size_t wait_ok(size_t want, int timeout_ms, sink_request **out, size_t *o
 Test(adaptive_daemon, rate_limit_headers_keep_429s_near_zero)
 {
     const int jobs = 400;
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/limit/40?headers=1\", \"rate\": 100,"
         " \"retry\": {\"max_attempts\": 50, \"base_ms\": 20, \"max_ms\": 200}}}",
         sink.port);
@@ -132,7 +113,7 @@ Test(adaptive_daemon, rate_limit_headers_keep_429s_near_zero)
 Test(adaptive_daemon, without_headers_the_endpoint_refuses)
 {
     const int jobs = 200;
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/limit/40\", \"rate\": 100,"
         " \"retry\": {\"max_attempts\": 50, \"base_ms\": 20, \"max_ms\": 200}}}",
         sink.port);
@@ -214,7 +195,7 @@ static void adaptive_run(int daemons, bool headers)
     if (!claim_applies_adaptive_rate())
         cr_skip_test("claim.lua does not apply the adaptive rate yet (issue 16 items 1-2)");
     const int64_t limits[] = {100, 40, 80};
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50, \"concurrency\": 32,"
         " \"adaptive\": {\"min\": 5, \"max\": 200},"
         " \"retry\": {\"max_attempts\": 100, \"base_ms\": 50, \"max_ms\": 1000}}}",

@@ -17,6 +17,7 @@
 #include "config_file.h"
 #include "daemon_env.h"
 #include "daemon_process.h"
+#include "delivery_checks.h"
 #include "redis_fixture.h"
 #include "redis_server.h"
 #include "sink_process.h"
@@ -277,15 +278,9 @@ static size_t gaps_at(const char *path, int64_t *gaps_ms, size_t max)
     return found;
 }
 
-static int compare_int64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static int64_t median(int64_t *v, size_t n)
 {
-    qsort(v, n, sizeof *v, compare_int64);
+    int64_sort(v, n);
     return v[n / 2];
 }
 

@@ -48,25 +48,6 @@ TestSuite(daemon, .init = setup, .fini = teardown, .timeout = 120);
 /* ---- helpers ---- */
 
 /* Writes the config file with the given "tenants" object text. */
-static const char *write_config(const char *tenants_format, ...)
-{
-    static char path[128];
-    char url[64];
-    snprintf(path, sizeof path, "%s/sluice.json", dir);
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", fx.server.port);
-    va_list ap;
-    va_start(ap, tenants_format);
-    config_file_vwrite(path, url, CONFIG_DAEMON_MEMBERS, tenants_format, ap);
-    va_end(ap);
-    return path;
-}
-
-static int compare_int64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static daemon_process start_traced(const char *config, const char *trace)
 {
     return daemon_env_run(dir, config, trace);
@@ -94,19 +75,13 @@ static spacing measure_spacing(const int64_t *t, size_t n, double interval_us)
     int64_t *jitter = malloc(n * sizeof *jitter);
     for (size_t i = 1; i < n; i++)
         jitter[i - 1] = llabs((t[i] - t[i - 1]) - (int64_t)interval_us);
-    qsort(jitter, n - 1, sizeof *jitter, compare_int64);
+    int64_sort(jitter, n - 1);
     s.p50 = jitter[(n - 1) / 2];
     s.p95 = jitter[(n - 1) * 95 / 100];
     s.p99 = jitter[(n - 1) * 99 / 100];
     s.max = jitter[n - 2];
     free(jitter);
     return s;
-}
-
-static int compare_arrival(const void *a, const void *b)
-{
-    int64_t x = ((const sink_request *)a)->arrival_us, y = ((const sink_request *)b)->arrival_us;
-    return (x > y) - (x < y);
 }
 
 /* Requests the sink has logged so far. */
@@ -139,7 +114,7 @@ static int64_t shaping_run(double rate, int jobs, int attempt, timer_probe_resul
      * as busy as sluice at 5,000/s would take its CPU) */
     timer_probe probe;
     cr_assert(timer_probe_start(&probe, (int64_t)(1e6 / rate) > 1000 ? (int64_t)(1e6 / rate) : 1000));
-    daemon_process d = start_traced(write_config("%s", tenants), trace);
+    daemon_process d = start_traced(config_file_daemon(dir, fx.server.port, "%s", tenants), trace);
     sink_request *reqs = NULL;
     int64_t budget_ms = (int64_t)(jobs / rate * 1000) + 10000;
     size_t n = sink_wait_log(&sink, before + (size_t)jobs, (int)budget_ms, &reqs);
@@ -152,7 +127,7 @@ static int64_t shaping_run(double rate, int jobs, int attempt, timer_probe_resul
     int64_t *arrivals = malloc((size_t)jobs * sizeof *arrivals);
     for (size_t i = before; i < n; i++)
         arrivals[i - before] = reqs[i].arrival_us;
-    qsort(arrivals, (size_t)jobs, sizeof *arrivals, compare_int64);
+    int64_sort(arrivals, (size_t)jobs);
     double measured = (double)(jobs - 1) / (double)(arrivals[jobs - 1] - arrivals[0]) * 1e6;
     double error = fabs(measured - rate) / rate;
     spacing at_endpoint = measure_spacing(arrivals, (size_t)jobs, interval_us);
@@ -241,7 +216,7 @@ Test(daemon, shapes_5000_per_second)
  * their merged departures (one system-wide clock in every trace). */
 Test(daemon, three_processes_hold_the_rate_fleet_wide)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100}}", sink.port);
     redis_fixture_push_jobs(&fx, "acme", "f", 300);
     daemon_process d[3];
@@ -256,7 +231,7 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
         cr_assert_eq(daemon_stop(&d[i], SIGTERM, 10000), 0);
     cr_assert_eq(n, 300);
     assert_each_delivered(reqs, n, "f", 300, false);
-    qsort(reqs, n, sizeof *reqs, compare_arrival);
+    sink_requests_sort_by_arrival(reqs, n);
     double measured = (double)(n - 1) / (double)(reqs[n - 1].arrival_us - reqs[0].arrival_us) * 1e6;
 
     int64_t *merged = malloc(300 * sizeof *merged);
@@ -270,7 +245,7 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
         free(t);
     }
     cr_assert_eq(departed, 300, "%zu departures traced", departed);
-    qsort(merged, departed, sizeof *merged, compare_int64);
+    int64_sort(merged, departed);
     int64_t window = spec_window_us(100);
     size_t most = most_in_window(merged, departed, window), bound = spec_most_in_window(100);
     cr_log_info("3 processes at 100/s: measured %.2f/s; merged departures: most %zu in %" PRId64
@@ -297,7 +272,7 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
 
 Test(daemon, survives_sigkill_twice, .timeout = 180)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50, \"timeout_ms\": 1000}}",
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "k", 150);
@@ -325,7 +300,7 @@ Test(daemon, survives_sigkill_twice, .timeout = 180)
 
 Test(daemon, sigterm_hands_back_and_exits_zero)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/300\", \"rate\": 20, \"concurrency\": 4}}",
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "t", 60);
@@ -347,7 +322,7 @@ Test(daemon, sigterm_hands_back_and_exits_zero)
 
 Test(daemon, a_second_sigterm_exits_at_once_and_loses_nothing)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/3000\", \"rate\": 20, \"concurrency\": 4}}",
         sink.port);
     redis_fixture_push_jobs(&fx, "acme", "x", 40);
@@ -373,7 +348,7 @@ Test(daemon, a_second_sigterm_exits_at_once_and_loses_nothing)
 
 Test(daemon, carries_on_when_redis_restarts)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50}}", sink.port);
     redis_fixture_push_jobs(&fx, "acme", "r", 150);
     daemon_process d = start_daemon(config);
@@ -397,7 +372,7 @@ Test(daemon, carries_on_when_redis_restarts)
  * than wait forever on a connection that will never be ready. */
 Test(daemon, recovers_from_a_redis_that_answers_loading_at_setup)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 200}}", sink.port);
     daemon_process d = start_daemon(config);
     redis_fixture_push_jobs(&fx, "acme", "before", 10);
@@ -440,7 +415,7 @@ Test(daemon, recovers_from_a_redis_that_answers_loading_at_setup)
 
 Test(daemon, dead_letters_each_reason_with_its_record)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 200, \"max_job_bytes\": 200,"
         " \"allow_urls\": [\"http://127.0.0.1:%d/allowed\"]},"
         " \"gone\": {\"endpoint\": \"http://127.0.0.1:%d/status/404\", \"rate\": 200},"
@@ -535,7 +510,7 @@ Test(daemon, dead_letters_each_reason_with_its_record)
 
 Test(daemon, a_503_endpoint_is_attempted_exactly_max_attempts_times)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/status/503\", \"rate\": 100,"
         " \"retry\": {\"max_attempts\": 3, \"base_ms\": 10, \"max_ms\": 50}}}",
         sink.port);
@@ -557,7 +532,7 @@ Test(daemon, a_503_endpoint_is_attempted_exactly_max_attempts_times)
  * a 10 ms slot. */
 Test(daemon, retry_after_on_429_pauses_the_tenant)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/status/429?retry_after=2\", \"rate\": 100,"
         " \"concurrency\": 1, \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 50}}}",
         sink.port);
@@ -567,7 +542,7 @@ Test(daemon, retry_after_on_429_pauses_the_tenant)
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 6, 1000, &reqs);
-    qsort(reqs, n, sizeof *reqs, compare_arrival);
+    sink_requests_sort_by_arrival(reqs, n);
     cr_assert_eq(n, 6, "two attempts each");
     /* The first 429 pauses the tenant for 2 s: nothing is sent meanwhile. */
     int64_t gap = reqs[1].arrival_us - reqs[0].arrival_us;
@@ -582,7 +557,7 @@ Test(daemon, retry_after_on_429_pauses_the_tenant)
 
 Test(daemon, fixed_window_delay_holds_the_rate_without_dropping)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 1000,"
         " \"limits\": [{\"name\": \"per_sec\", \"type\": \"fixed_window\", \"max\": 20,"
         "   \"window_ms\": 1000, \"on_deny\": \"delay\"}]}}",
@@ -610,7 +585,7 @@ Test(daemon, fixed_window_delay_holds_the_rate_without_dropping)
 
 Test(daemon, sliding_window_log_quota_dead_letters_beyond_it)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 500,"
         " \"limits\": [{\"name\": \"quota\", \"type\": \"sliding_window_log\", \"max\": 25,"
         "   \"window_ms\": 60000, \"on_deny\": \"dead-letter\"}]}}",
@@ -665,7 +640,7 @@ static int64_t pickup_latency(const char *tenant, const char *id)
 
 static const char *idle_config(void)
 {
-    return write_config("{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10},"
+    return config_file_daemon(dir, fx.server.port, "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10},"
                         " \"*\": {\"endpoint\": \"http://127.0.0.1:%d/other\", \"rate\": 10}}",
                         sink.port, sink.port);
 }
@@ -763,7 +738,7 @@ Test(daemon, a_slow_tenant_does_not_delay_another)
  * method in turn: nothing of one request's method lingers into the next. */
 Test(daemon, each_method_on_a_reused_handle)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 100, \"concurrency\": 1}}",
         sink.port);
     const char *methods[] = {"PUT", "GET", "POST", "HEAD", "DELETE", "PATCH", "HEAD", "POST"};
@@ -782,7 +757,7 @@ Test(daemon, each_method_on_a_reused_handle)
     size_t got = sink_wait_each(&sink, "m", (int)n, 10000, &reqs);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     cr_assert_eq(got, n);
-    qsort(reqs, got, sizeof *reqs, compare_arrival);
+    sink_requests_sort_by_arrival(reqs, got);
     for (size_t i = 0; i < n; i++) {
         char key[16];
         snprintf(key, sizeof key, "m-%zu", i);
@@ -805,7 +780,7 @@ Test(daemon, each_method_on_a_reused_handle)
  * under one timeout. */
 Test(daemon, connections_closed_by_the_endpoint_are_replaced_at_once)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/close\", \"rate\": 1000, \"concurrency\": 4,"
         " \"timeout_ms\": 4000, \"retry\": {\"max_attempts\": 3, \"base_ms\": 1, \"max_ms\": 2}}}",
         sink.port);
@@ -876,7 +851,7 @@ Test(daemon, two_daemons_follow_one_rate_set_in_redis_and_a_pause_stops_both, .t
 {
     /* Two files that disagree: 10/s and 25/s. */
     char second[160];
-    const char *first = write_config(
+    const char *first = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10}}", sink.port);
     snprintf(second, sizeof second, "%s/second.json", dir);
     FILE *f = fopen(second, "w");

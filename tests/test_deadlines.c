@@ -35,19 +35,6 @@ static void teardown(void)
 
 TestSuite(deadlines, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *write_config(const char *tenants_format, ...)
-{
-    static char path[128];
-    char url[64];
-    snprintf(path, sizeof path, "%s/sluice.json", dir);
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", fx.server.port);
-    va_list ap;
-    va_start(ap, tenants_format);
-    config_file_vwrite(path, url, CONFIG_DAEMON_MEMBERS, tenants_format, ap);
-    va_end(ap);
-    return path;
-}
-
 static int64_t wall_ms(void)
 {
     struct timespec ts;
@@ -89,7 +76,7 @@ static int delivered(const sink_request *reqs, size_t n, const char *key)
  * Deadlines read as microseconds would expire both, as seconds neither. */
 Test(deadlines, a_deadline_before_the_slot_expires_one_after_it_does_not)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 2}}", sink.port);
     int64_t now = wall_ms();
     char job[128];
@@ -130,7 +117,7 @@ Test(deadlines, a_deadline_before_the_slot_expires_one_after_it_does_not)
  * leave within 1 s of it and the rest expire. */
 Test(deadlines, max_wait_ms_expires_a_fresh_job_stuck_behind_a_backlog)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 5, \"max_wait_ms\": 1000}}",
         sink.port);
     int64_t pushed = wall_ms();

@@ -36,25 +36,6 @@ static void teardown(void)
 
 TestSuite(delivery_limits, .init = setup, .fini = teardown, .timeout = 120);
 
-static const char *write_config(const char *tenants_format, ...)
-{
-    static char path[128];
-    char url[64];
-    snprintf(path, sizeof path, "%s/sluice.json", dir);
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", fx.server.port);
-    va_list ap;
-    va_start(ap, tenants_format);
-    config_file_vwrite(path, url, CONFIG_DAEMON_MEMBERS, tenants_format, ap);
-    va_end(ap);
-    return path;
-}
-
-static int compare_int64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* The endpoint holds each request 300 ms (/slow/300) and the rate would
  * allow 200 a second: only `concurrency` bounds them. A request can start
  * only after an earlier one's answer, 300 ms after that one arrived, so no
@@ -64,7 +45,7 @@ static int compare_int64(const void *a, const void *b)
 Test(delivery_limits, concurrency_bounds_requests_at_the_endpoint)
 {
     const int concurrency = 3, jobs = 30;
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/300\", \"rate\": 200,"
         " \"concurrency\": %d, \"timeout_ms\": 5000}}",
         sink.port, concurrency);
@@ -77,7 +58,7 @@ Test(delivery_limits, concurrency_bounds_requests_at_the_endpoint)
     int64_t *arrivals = malloc(n * sizeof *arrivals);
     for (size_t i = 0; i < n; i++)
         arrivals[i] = reqs[i].arrival_us;
-    qsort(arrivals, n, sizeof *arrivals, compare_int64);
+    int64_sort(arrivals, n);
     size_t most = most_in_window(arrivals, n, 300000);
     cr_log_info("concurrency %d at /slow/300: at most %zu arrivals in 300 ms", concurrency, most);
     cr_assert_leq(most, (size_t)concurrency, "%zu requests within 300 ms", most);
@@ -93,7 +74,7 @@ Test(delivery_limits, concurrency_bounds_requests_at_the_endpoint)
  * answer could have come. */
 Test(delivery_limits, timeout_ms_abandons_retries_then_exhausts)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/slow/3000\", \"rate\": 100,"
         " \"timeout_ms\": 300, \"retry\": {\"max_attempts\": 3, \"base_ms\": 10, \"max_ms\": 50}}}",
         sink.port);
@@ -117,7 +98,7 @@ Test(delivery_limits, timeout_ms_abandons_retries_then_exhausts)
         cr_assert_str_eq(reqs[i].key, "slowpoke");
         arrivals[i] = reqs[i].arrival_us;
     }
-    qsort(arrivals, n, sizeof *arrivals, compare_int64);
+    int64_sort(arrivals, n);
     for (size_t i = 1; i < n; i++) {
         int64_t gap = arrivals[i] - arrivals[i - 1];
         cr_assert(gap >= 300000 && gap < 1500000, "attempt %zu came %" PRId64 " ms after the last",

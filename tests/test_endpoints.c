@@ -39,25 +39,6 @@ TestSuite(endpoints, .init = setup, .fini = teardown, .timeout = 120);
 /* ---- helpers ---- */
 
 /* Writes DIR/sluice.json with the given "tenants" object; returns its path. */
-static const char *write_config(const char *tenants_format, ...)
-{
-    static char path[128];
-    char url[64];
-    snprintf(path, sizeof path, "%s/sluice.json", dir);
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", fx.server.port);
-    va_list ap;
-    va_start(ap, tenants_format);
-    config_file_vwrite(path, url, CONFIG_DAEMON_MEMBERS, tenants_format, ap);
-    va_end(ap);
-    return path;
-}
-
-static int compare_arrival(const void *a, const void *b)
-{
-    int64_t x = ((const sink_request *)a)->arrival_us, y = ((const sink_request *)b)->arrival_us;
-    return (x > y) - (x < y);
-}
-
 /* Runs a shell command in DIR; fails the test unless it exits 0. */
 static void run_in_dir(const char *command)
 {
@@ -130,7 +111,7 @@ Test(endpoints, https_refuses_a_certificate_it_cannot_verify)
 {
     loopback_endpoint tls;
     start_tls_endpoint(&tls);
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"https://127.0.0.1:%d/hook\", \"rate\": 50,"
         " \"retry\": {\"max_attempts\": 1}}}",
         tls.port);
@@ -156,7 +137,7 @@ Test(endpoints, delivers_over_https_to_a_trusted_private_ca)
 {
     loopback_endpoint tls;
     start_tls_endpoint(&tls);
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"https://127.0.0.1:%d/hook\", \"rate\": 50,"
         " \"retry\": {\"max_attempts\": 1}, \"tls\": {\"ca_file\": \"%s/ca.pem\"}}}",
         tls.port, dir);
@@ -178,7 +159,7 @@ Test(endpoints, delivers_to_an_ipv6_endpoint)
     char err[256];
     loopback_endpoint v6;
     cr_assert(loopback_endpoint_start(&v6, true, NULL, NULL, err, sizeof err), "%s", err);
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://[::1]:%d/hook\", \"rate\": 100,"
         " \"retry\": {\"max_attempts\": 1}}}",
         v6.port);
@@ -220,7 +201,7 @@ Test(endpoints, retry_after_as_an_http_date_holds_the_retry)
 {
     char date[128];
     http_date_param(time(NULL) + 3, date, sizeof date);
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/status/503?retry_after=%s\", \"rate\": 100,"
         " \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 50}}}",
         sink.port, date);
@@ -232,7 +213,7 @@ Test(endpoints, retry_after_as_an_http_date_holds_the_retry)
     sink_request *reqs = NULL;
     size_t n = sink_wait_log(&sink, 2, 1000, &reqs);
     cr_assert_eq(n, 2, "%zu attempts", n);
-    qsort(reqs, n, sizeof *reqs, compare_arrival);
+    sink_requests_sort_by_arrival(reqs, n);
     int64_t gap = reqs[1].arrival_us - reqs[0].arrival_us;
     cr_log_info("Retry-After date %s: retried %" PRId64 " ms later", date, gap / 1000);
     cr_assert(gap >= 1900000 && gap <= 4000000, "retried %" PRId64 " ms after the 503", gap / 1000);
@@ -252,7 +233,7 @@ Test(endpoints, retry_after_as_an_http_date_holds_the_retry)
  * way aside) until the pause ends, and both send again afterwards. */
 Test(endpoints, a_503_pause_holds_both_daemons)
 {
-    const char *config = write_config(
+    const char *config = config_file_daemon(dir, fx.server.port, 
         "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 40,"
         " \"allow_urls\": [\"http://127.0.0.1:%d/status/\"],"
         " \"retry\": {\"max_attempts\": 2, \"base_ms\": 10, \"max_ms\": 50}}}",

@@ -29,3 +29,16 @@ void config_file_write(const char *path, const char *redis_url, const char *memb
     config_file_vwrite(path, redis_url, members, tenants_format, ap);
     va_end(ap);
 }
+
+const char *config_file_daemon(const char *dir, int redis_port, const char *tenants_format, ...)
+{
+    static char path[128];
+    char url[64];
+    snprintf(path, sizeof path, "%s/sluice.json", dir);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/0", redis_port);
+    va_list ap;
+    va_start(ap, tenants_format);
+    config_file_vwrite(path, url, CONFIG_DAEMON_MEMBERS, tenants_format, ap);
+    va_end(ap);
+    return path;
+}

@@ -23,4 +23,10 @@ void config_file_vwrite(const char *path, const char *redis_url, const char *mem
                         const char *tenants_format, va_list ap)
     __attribute__((format(printf, 4, 0)));
 
+/* Writes DIR/sluice.json for a test daemon (the Redis on 127.0.0.1:
+ * redis_port, db 0, with CONFIG_DAEMON_MEMBERS) and returns its path, kept
+ * until the next call. Fails the test if it cannot. */
+const char *config_file_daemon(const char *dir, int redis_port, const char *tenants_format, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

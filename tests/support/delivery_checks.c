@@ -146,3 +146,27 @@ void strings_free(char **s, size_t n)
         free(s[i]);
     free(s);
 }
+
+static int by_arrival(const void *a, const void *b)
+{
+    int64_t x = ((const sink_request *)a)->arrival_us, y = ((const sink_request *)b)->arrival_us;
+    return (x > y) - (x < y);
+}
+
+void sink_requests_sort_by_arrival(sink_request *reqs, size_t n)
+{
+    if (n > 0)
+        qsort(reqs, n, sizeof *reqs, by_arrival);
+}
+
+static int by_value(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void int64_sort(int64_t *v, size_t n)
+{
+    if (n > 0)
+        qsort(v, n, sizeof *v, by_value);
+}

@@ -48,6 +48,12 @@ bool wait_under_way(redisContext *c, const char *tenant, const sink_process *sin
  * the file cannot be read. */
 size_t departures_read(const char *path, int64_t **out);
 
+/* Sorts reqs by arrival at the endpoint, earliest first. */
+void sink_requests_sort_by_arrival(sink_request *reqs, size_t n);
+
+/* Sorts n times (or any int64_t values) in increasing order. */
+void int64_sort(int64_t *v, size_t n);
+
 /* Frees n strings and the array holding them. */
 void strings_free(char **s, size_t n);
 
