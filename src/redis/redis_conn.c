@@ -132,13 +132,17 @@ void sl_redis_conn_reload_scripts(sl_redis_conn *conn)
     for (size_t i = 0; i < SCRIPT_COUNT; i++) {
         const sl_lua_script *script = sl_lua_script_find(daemon_scripts[i]);
         script_load *load = malloc(sizeof *load);
-        if (!load)
-            return;
-        *load = (script_load){conn, i, conn->script_generation};
+        if (load)
+            *load = (script_load){conn, i, conn->script_generation};
         const char *argv[] = {"SCRIPT", "LOAD", script->source};
         size_t argvlen[] = {6, 4, script->length};
-        if (!send_internal(conn, 3, argv, argvlen, on_script_loaded, load))
+        if (!load || !send_internal(conn, 3, argv, argvlen, on_script_loaded, load)) {
+            /* A script that was never sent leaves the connection never
+             * ready: drop it, and the backoff connects and loads again. */
             free(load);
+            drop_connection(conn, "cannot send SCRIPT LOAD");
+            return;
+        }
     }
 }
 

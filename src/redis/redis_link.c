@@ -28,6 +28,12 @@
 #include "redis/redis_link.h"
 #include "redis/redis_tls.h"
 
+/* TCP keepalive on every Redis connection: probe after 30 s of silence,
+ * every 10 s, give up after 3 unanswered (about a minute in all). */
+#define KEEPALIVE_IDLE_S 30
+#define KEEPALIVE_EVERY_S 10
+#define KEEPALIVE_PROBES 3
+
 typedef enum link_state { CONNECTING, HANDSHAKE, UP, FAILED } link_state;
 
 typedef struct pending {
@@ -393,6 +399,14 @@ static evutil_socket_t connect_to(const struct sockaddr *addr, socklen_t len)
         /* Commands are small and latency matters more than packet count. */
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        /* A subscription waits for no reply, so no deadline notices a peer
+         * that vanished without closing (a dead host, a NAT that forgot the
+         * flow): TCP keepalive does, within about a minute. */
+        int idle_s = KEEPALIVE_IDLE_S, every_s = KEEPALIVE_EVERY_S, probes = KEEPALIVE_PROBES;
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof idle_s);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every_s, sizeof every_s);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes);
     }
     if (connect(fd, addr, len) == 0 || errno == EINPROGRESS)
         return fd;
