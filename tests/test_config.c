@@ -1048,10 +1048,29 @@ Test(redis_url, errors_say_what_and_never_the_password)
         {"redis://u:" SECRET " x@h", "redis: URL must not contain spaces or control characters "
                                      "(percent-encode them in a password)"},
         {"rediss://", "redis: missing host (redis://host:port/db)"},
-        {"http://" SECRET "@h", "redis: must be a redis://host:port/db or "
-                                "unix:///path/to/redis.sock URL"},
-        {"127.0.0.1:6379", "redis: must be a redis://host:port/db or "
-                           "unix:///path/to/redis.sock URL"},
+        {"http://" SECRET "@h", "redis: must be a redis://host:port/db, rediss://, "
+                                "unix:///path/to/redis.sock, redis-cluster://host:port,... or "
+                                "redis-sentinel://host:port,.../NAME URL"},
+        {"127.0.0.1:6379", "redis: must be a redis://host:port/db, rediss://, "
+                           "unix:///path/to/redis.sock, redis-cluster://host:port,... or "
+                           "redis-sentinel://host:port,.../NAME URL"},
+        {"redis-cluster://u:" SECRET "@h1:7000,,h2:7001",
+         "redis: empty address in the list (host:port,host:port)"},
+        {"redis-cluster://h1:7000,h2:99999",
+         "redis: port must be an integer between 1 and 65535"},
+        {"redis-cluster://h1:7000/1", "redis: a cluster URL is only its seed nodes "
+                                      "(redis-cluster://host:port,host:port; a cluster has no /db)"},
+        {"redis-cluster://", "redis: empty address in the list (host:port,host:port)"},
+        {"redis-sentinel://u:" SECRET "@s1,s2",
+         "redis: missing the primary's name (redis-sentinel://host:26379,host:26379/MASTER_NAME)"},
+        {"redis-sentinel://s1/my master", "redis: URL must not contain spaces or control "
+                                          "characters (percent-encode them in a password)"},
+        {"redis-sentinel://s1/my*master", "redis: the primary's name may hold only letters, "
+                                          "digits, '-', '_' and '.'"},
+        {"redis-sentinel://s1/m/x",
+         "redis: the database (/db) must be an integer between 0 and 2147483647"},
+        {"redis-sentinel://s1/m/1?db=2",
+         "redis: unexpected text after redis-sentinel://hosts/MASTER_NAME/db"},
         {"", "redis: empty URL"},
         {"unix://relative.sock", "redis: unix socket path must be absolute "
                                  "(unix:///path/to/redis.sock)"},
@@ -1075,6 +1094,64 @@ Test(redis_url, errors_say_what_and_never_the_password)
     char err[256];
     cr_assert_not(sl_redis_target_parse(long_url, &t, err, sizeof err));
     cr_assert_str_eq(err, "redis: unix socket path is too long (at most 107 bytes)");
+}
+
+Test(redis_url, cluster_and_sentinel_seed_lists)
+{
+    sl_redis_target t;
+    char err[256] = "";
+    cr_assert(sl_redis_target_parse("rediss-cluster://app:" SECRET "@10.0.0.1:7000,[::1],n3:7002/",
+                                    &t, err, sizeof err), "%s", err);
+    cr_assert_eq(t.mode, SL_REDIS_CLUSTER);
+    cr_assert(t.tls);
+    cr_assert_eq(t.seed_count, 3);
+    cr_assert_str_eq(t.seeds[0].host, "10.0.0.1");
+    cr_assert_eq(t.seeds[0].port, 7000);
+    cr_assert_str_eq(t.seeds[1].host, "::1");
+    cr_assert_eq(t.seeds[1].port, 6379, "a cluster seed's port defaults to Redis's");
+    cr_assert_str_eq(t.seeds[2].host, "n3");
+    cr_assert_str_eq(t.host, "10.0.0.1", "host is the first seed");
+    cr_assert_str_eq(t.username, "app");
+    cr_assert_str_eq(t.password, SECRET);
+    char *red = sl_redis_target_redacted(&t);
+    cr_assert_str_eq(red, "rediss-cluster://app:***@10.0.0.1:7000,[::1]:6379,n3:7002");
+    free(red);
+
+    sl_redis_target node;
+    cr_assert(sl_redis_target_node(&t, "10.0.0.9", 7005, &node));
+    cr_assert_eq(node.mode, SL_REDIS_STANDALONE);
+    cr_assert_str_eq(node.host, "10.0.0.9");
+    cr_assert_eq(node.port, 7005);
+    cr_assert_str_eq(node.password, SECRET);
+    cr_assert(node.tls);
+    cr_assert_null(node.seeds);
+    cr_assert_not(sl_redis_target_same(&node, &t));
+    sl_redis_target_clear(&node);
+    sl_redis_target_clear(&t);
+
+    cr_assert(sl_redis_target_parse("redis-sentinel://:" SECRET "@s1,s2:26380,s3/mymaster/3", &t,
+                                    err, sizeof err), "%s", err);
+    cr_assert_eq(t.mode, SL_REDIS_SENTINEL);
+    cr_assert_not(t.tls);
+    cr_assert_eq(t.seed_count, 3);
+    cr_assert_eq(t.seeds[0].port, 26379, "a sentinel's port defaults to 26379");
+    cr_assert_eq(t.seeds[1].port, 26380);
+    cr_assert_str_eq(t.master_name, "mymaster");
+    cr_assert_eq(t.db, 3);
+    red = sl_redis_target_redacted(&t);
+    cr_assert_str_eq(red, "redis-sentinel://:***@s1:26379,s2:26380,s3:26379/mymaster/3");
+    free(red);
+    sl_redis_target again;
+    cr_assert(sl_redis_target_parse("redis-sentinel://:" SECRET "@s1,s2:26380,s3/mymaster/3",
+                                    &again, err, sizeof err));
+    cr_assert(sl_redis_target_same(&t, &again));
+    sl_redis_target_clear(&again);
+    cr_assert(sl_redis_target_parse("redis-sentinel://:" SECRET "@s1,s2:26380,s4/mymaster/3",
+                                    &again, err, sizeof err));
+    cr_assert_not(sl_redis_target_same(&t, &again), "another sentinel is another target");
+    sl_redis_target_clear(&again);
+    sl_redis_target_clear(&t);
+    cr_assert_null(t.seeds);
 }
 
 Test(redis_url, in_the_config_with_secrets)

@@ -126,6 +126,11 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
             fprintf(stderr, "sluice %s: --redis: %s\n", command, err);
             return SL_CLI_USAGE;
         }
+        if (cli->own_target.mode != SL_REDIS_STANDALONE) { /* until the CLI routes them */
+            fprintf(stderr, "sluice %s: --redis: %s URLs are not available yet\n", command,
+                    cli->own_target.mode == SL_REDIS_CLUSTER ? "Redis Cluster" : "Sentinel");
+            return SL_CLI_USAGE;
+        }
         cli->target = &cli->own_target;
     }
     if (opts->prefix)

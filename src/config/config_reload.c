@@ -10,13 +10,6 @@ static bool same_string(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-static bool same_target(const sl_redis_target *a, const sl_redis_target *b)
-{
-    return same_string(a->host, b->host) && a->port == b->port &&
-           same_string(a->unix_path, b->unix_path) && same_string(a->username, b->username) &&
-           same_string(a->password, b->password) && a->db == b->db && a->tls == b->tls;
-}
-
 static bool same_tls(const sl_redis_tls_options *a, const sl_redis_tls_options *b)
 {
     return same_string(a->ca_file, b->ca_file) && same_string(a->cert_file, b->cert_file) &&
@@ -37,7 +30,7 @@ size_t sl_config_reload_blockers(const sl_config *running, const sl_config *next
     size_t count = 0;
     if (out_size)
         out[0] = '\0';
-    if (!same_target(&running->redis, &next->redis))
+    if (!sl_redis_target_same(&running->redis, &next->redis))
         note(out, out_size, &count, "redis");
     if (!same_tls(&running->redis.tls_options, &next->redis.tls_options))
         note(out, out_size, &count, "redis_tls");

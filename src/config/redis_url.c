@@ -1,4 +1,5 @@
-/* redis_url.c - parsing redis://, rediss:// and unix:// URLs without leaking secrets.
+/* redis_url.c - parsing redis://, rediss://, unix://, redis-cluster:// and
+ * redis-sentinel:// URLs without leaking secrets.
  *
  * No message written here quotes any part of the URL: a malformed URL may
  * have its password anywhere, so errors only say which part is wrong. */
@@ -16,6 +17,9 @@
 #include "config/redis_url.h"
 
 #define REDIS_DEFAULT_PORT 6379
+#define SENTINEL_DEFAULT_PORT 26379
+/* A seed list longer than this is a mistake, not a cluster. */
+#define MAX_SEEDS 64
 
 static bool fail(char *err, size_t err_size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -134,21 +138,12 @@ static bool parse_query(const char *q, sl_redis_target *out, bool db_seen, char 
     return true;
 }
 
-static bool parse_tcp(const char *rest, sl_redis_target *out, char *err, size_t err_size)
+/* One host[:port] (default_port if none) into a new *host. */
+static bool parse_authority(const char *text, size_t len, int default_port, char **host,
+                            int *port, char *err, size_t err_size)
 {
-    /* The last '@' ends the user info: an unencoded '@', '/' or '?' in a
-     * password then still lands in the password, not in the host. */
-    const char *at = strrchr(rest, '@');
-    const char *hp = rest;
-    if (at) {
-        if (!set_userinfo(out, rest, (size_t)(at - rest), err, err_size))
-            return false;
-        hp = at + 1;
-    }
-    size_t hp_len = strcspn(hp, "/?#");
-    const char *end = hp + hp_len;
     sl_authority authority;
-    switch (sl_authority_parse(hp, hp_len, &authority)) {
+    switch (sl_authority_parse(text, len, &authority)) {
     case SL_AUTHORITY_OK:
         break;
     case SL_AUTHORITY_NO_HOST:
@@ -165,10 +160,138 @@ static bool parse_tcp(const char *rest, sl_redis_target *out, char *err, size_t 
     case SL_AUTHORITY_BAD_PORT:
         return fail(err, err_size, "redis: port must be an integer between 1 and 65535");
     }
-    out->host = strdup(authority.host);
+    *host = strdup(authority.host);
+    if (!*host)
+        return fail(err, err_size, "redis: out of memory");
+    *port = authority.port ? authority.port : default_port;
+    return true;
+}
+
+/* The user info before the last '@' of rest[0..len), if any; *hosts is
+ * what follows it. */
+static bool take_userinfo(const char *rest, size_t len, sl_redis_target *out,
+                          const char **hosts, char *err, size_t err_size)
+{
+    *hosts = rest;
+    const char *at = NULL;
+    for (const char *p = rest; p < rest + len; p++)
+        if (*p == '@')
+            at = p;
+    if (!at)
+        return true;
+    *hosts = at + 1;
+    return set_userinfo(out, rest, (size_t)(at - rest), err, err_size);
+}
+
+/* "h1:p1,h2:p2,..." (text[0..len)) into out->seeds; out->host and port
+ * become the first seed. */
+static bool parse_seeds(const char *text, size_t len, int default_port, sl_redis_target *out,
+                        char *err, size_t err_size)
+{
+    size_t count = 1;
+    for (size_t i = 0; i < len; i++)
+        count += text[i] == ',';
+    if (count > MAX_SEEDS)
+        return fail(err, err_size, "redis: more than %d seed addresses", MAX_SEEDS);
+    out->seeds = calloc(count, sizeof *out->seeds);
+    if (!out->seeds)
+        return fail(err, err_size, "redis: out of memory");
+    const char *p = text;
+    const char *end = text + len;
+    for (size_t i = 0; i < count; i++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t item = comma ? (size_t)(comma - p) : (size_t)(end - p);
+        if (item == 0)
+            return fail(err, err_size, "redis: empty address in the list (host:port,host:port)");
+        if (!parse_authority(p, item, default_port, &out->seeds[i].host, &out->seeds[i].port,
+                             err, err_size))
+            return false;
+        out->seed_count = i + 1;
+        p += item + 1;
+    }
+    out->host = strdup(out->seeds[0].host);
     if (!out->host)
         return fail(err, err_size, "redis: out of memory");
-    out->port = authority.port ? authority.port : REDIS_DEFAULT_PORT;
+    out->port = out->seeds[0].port;
+    return true;
+}
+
+/* redis-cluster://[userinfo@]h:p[,h:p...] (a cluster has one database:
+ * no /db, and no query). */
+static bool parse_cluster(const char *rest, sl_redis_target *out, char *err, size_t err_size)
+{
+    size_t len = strcspn(rest, "/?#");
+    const char *hosts;
+    if (!take_userinfo(rest, len, out, &hosts, err, err_size))
+        return false;
+    if (!parse_seeds(hosts, len - (size_t)(hosts - rest), REDIS_DEFAULT_PORT, out, err, err_size))
+        return false;
+    const char *end = rest + len;
+    if (*end == '/' && end[1] == '\0')
+        return true;
+    if (*end)
+        return fail(err, err_size,
+                    "redis: a cluster URL is only its seed nodes "
+                    "(redis-cluster://host:port,host:port; a cluster has no /db)");
+    return true;
+}
+
+/* redis-sentinel://[userinfo@]h:p[,h:p...]/MASTER_NAME[/db] */
+static bool parse_sentinel(const char *rest, sl_redis_target *out, char *err, size_t err_size)
+{
+    size_t len = strcspn(rest, "/?#");
+    const char *hosts;
+    if (!take_userinfo(rest, len, out, &hosts, err, err_size))
+        return false;
+    if (!parse_seeds(hosts, len - (size_t)(hosts - rest), SENTINEL_DEFAULT_PORT, out, err,
+                     err_size))
+        return false;
+    const char *end = rest + len;
+    size_t name_len = *end == '/' ? strcspn(end + 1, "/?#") : 0;
+    if (name_len == 0)
+        return fail(err, err_size,
+                    "redis: missing the primary's name "
+                    "(redis-sentinel://host:26379,host:26379/MASTER_NAME)");
+    for (size_t i = 0; i < name_len; i++) {
+        char c = end[1 + i];
+        if (!is_alnum(c) && c != '-' && c != '_' && c != '.')
+            return fail(err, err_size,
+                        "redis: the primary's name may hold only letters, digits, '-', '_' "
+                        "and '.'");
+    }
+    out->master_name = strndup(end + 1, name_len);
+    if (!out->master_name)
+        return fail(err, err_size, "redis: out of memory");
+    end += 1 + name_len;
+    if (*end == '/') {
+        size_t db_len = strcspn(end + 1, "?#");
+        if (!parse_db(end + 1, db_len, &out->db))
+            return fail(err, err_size,
+                        "redis: the database (/db) must be an integer between 0 and %d",
+                        INT_MAX);
+        end += 1 + db_len;
+    }
+    if (*end)
+        return fail(err, err_size,
+                    "redis: unexpected text after redis-sentinel://hosts/MASTER_NAME/db");
+    return true;
+}
+
+static bool parse_tcp(const char *rest, sl_redis_target *out, char *err, size_t err_size)
+{
+    /* The last '@' ends the user info: an unencoded '@', '/' or '?' in a
+     * password then still lands in the password, not in the host. */
+    const char *at = strrchr(rest, '@');
+    const char *hp = rest;
+    if (at) {
+        if (!set_userinfo(out, rest, (size_t)(at - rest), err, err_size))
+            return false;
+        hp = at + 1;
+    }
+    size_t hp_len = strcspn(hp, "/?#");
+    const char *end = hp + hp_len;
+    if (!parse_authority(hp, hp_len, REDIS_DEFAULT_PORT, &out->host, &out->port, err, err_size))
+        return false;
     bool db_seen = false;
     if (*end == '/') {
         size_t db_len = strcspn(end + 1, "?#");
@@ -227,7 +350,17 @@ bool sl_redis_target_parse(const char *url, sl_redis_target *out, char *err, siz
                         "(percent-encode them in a password)");
     }
     bool ok;
-    if (strncasecmp(url, "redis://", 8) == 0)
+    if (strncasecmp(url, "redis-cluster://", 16) == 0) {
+        out->mode = SL_REDIS_CLUSTER;
+        ok = parse_cluster(url + 16, out, err, err_size);
+    } else if (strncasecmp(url, "rediss-cluster://", 17) == 0) {
+        out->mode = SL_REDIS_CLUSTER;
+        out->tls = true;
+        ok = parse_cluster(url + 17, out, err, err_size);
+    } else if (strncasecmp(url, "redis-sentinel://", 17) == 0) {
+        out->mode = SL_REDIS_SENTINEL;
+        ok = parse_sentinel(url + 17, out, err, err_size);
+    } else if (strncasecmp(url, "redis://", 8) == 0)
         ok = parse_tcp(url + 8, out, err, err_size);
     else if (strncasecmp(url, "unix://", 7) == 0)
         ok = parse_unix(url + 7, out, err, err_size);
@@ -237,7 +370,8 @@ bool sl_redis_target_parse(const char *url, sl_redis_target *out, char *err, siz
     }
     else
         ok = fail(err, err_size,
-                  "redis: must be a redis://host:port/db or unix:///path/to/redis.sock URL");
+                  "redis: must be a redis://host:port/db, rediss://, unix:///path/to/redis.sock, "
+                  "redis-cluster://host:port,... or redis-sentinel://host:port,.../NAME URL");
     if (!ok)
         sl_redis_target_clear(out);
     return ok;
@@ -262,13 +396,26 @@ char *sl_redis_target_redacted(const sl_redis_target *t)
     FILE *f = open_memstream(&buf, &len);
     if (!f)
         return NULL;
-    fputs(t->unix_path ? "unix://" : t->tls ? "rediss://" : "redis://", f);
+    if (t->mode == SL_REDIS_CLUSTER)
+        fputs(t->tls ? "rediss-cluster://" : "redis-cluster://", f);
+    else if (t->mode == SL_REDIS_SENTINEL)
+        fputs("redis-sentinel://", f);
+    else
+        fputs(t->unix_path ? "unix://" : t->tls ? "rediss://" : "redis://", f);
     if (t->username || t->password) {
         if (t->username)
             put_encoded(f, t->username);
         fputs(t->password ? ":***@" : "@", f);
     }
-    if (t->unix_path) {
+    if (t->seeds) {
+        for (size_t i = 0; i < t->seed_count; i++) {
+            bool v6 = strchr(t->seeds[i].host, ':') != NULL;
+            fprintf(f, "%s%s%s%s:%d", i ? "," : "", v6 ? "[" : "", t->seeds[i].host,
+                    v6 ? "]" : "", t->seeds[i].port);
+        }
+        if (t->master_name)
+            fprintf(f, "/%s/%d", t->master_name, t->db);
+    } else if (t->unix_path) {
         fputs(t->unix_path, f);
         if (t->db)
             fprintf(f, "?db=%d", t->db);
@@ -283,9 +430,57 @@ char *sl_redis_target_redacted(const sl_redis_target *t)
     return buf;
 }
 
+static bool copy_string(const char *from, char **to)
+{
+    *to = from ? strdup(from) : NULL;
+    return !from || *to;
+}
+
+bool sl_redis_target_node(const sl_redis_target *t, const char *host, int port,
+                          sl_redis_target *out)
+{
+    memset(out, 0, sizeof *out);
+    out->mode = SL_REDIS_STANDALONE;
+    out->port = port;
+    out->db = t->db;
+    out->tls = t->tls;
+    out->tls_options.no_verify = t->tls_options.no_verify;
+    const sl_redis_tls_options *o = &t->tls_options;
+    if (copy_string(host, &out->host) && copy_string(t->username, &out->username) &&
+        copy_string(t->password, &out->password) && copy_string(o->ca_file, &out->tls_options.ca_file) &&
+        copy_string(o->cert_file, &out->tls_options.cert_file) &&
+        copy_string(o->key_file, &out->tls_options.key_file) &&
+        copy_string(o->server_name, &out->tls_options.server_name))
+        return true;
+    sl_redis_target_clear(out);
+    return false;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+bool sl_redis_target_same(const sl_redis_target *a, const sl_redis_target *b)
+{
+    if (a->mode != b->mode || !same_string(a->host, b->host) || a->port != b->port ||
+        !same_string(a->unix_path, b->unix_path) || !same_string(a->username, b->username) ||
+        !same_string(a->password, b->password) || a->db != b->db || a->tls != b->tls ||
+        !same_string(a->master_name, b->master_name) || a->seed_count != b->seed_count)
+        return false;
+    for (size_t i = 0; i < a->seed_count; i++)
+        if (!same_string(a->seeds[i].host, b->seeds[i].host) || a->seeds[i].port != b->seeds[i].port)
+            return false;
+    return true;
+}
+
 void sl_redis_target_clear(sl_redis_target *t)
 {
     free(t->host);
+    for (size_t i = 0; i < t->seed_count; i++)
+        free(t->seeds[i].host);
+    free(t->seeds);
+    free(t->master_name);
     free(t->unix_path);
     free(t->username);
     if (t->password) {
