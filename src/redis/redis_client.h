@@ -1,0 +1,71 @@
+/* redis_client.h - the daemon's Redis, whatever its shape: one server
+ * (redis://, rediss://, unix://), the primary the sentinels name
+ * (redis-sentinel://, inside redis_conn), or a Redis Cluster
+ * (redis-cluster://, by cluster.h). Callers name the key a command is
+ * about; the client sends it to the node that owns that key's slot and
+ * follows the cluster's redirections itself, so the daemon above never
+ * knows which shape it talks to.
+ *
+ * Replies keep redis_conn's rules: a NULL reply means the connection was
+ * lost before the reply came, and the command may have run (the lease
+ * covers a claim, an ack is resent). */
+#ifndef SLUICE_REDIS_CLIENT_H
+#define SLUICE_REDIS_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "base/metrics.h"
+#include "config/redis_url.h"
+#include "redis/redis_conn.h"
+
+typedef struct sl_redis_client sl_redis_client;
+
+/* ready: commands may go (standalone and Sentinel: connected, scripts
+ * loaded; Cluster: the slot map is known). !ready: nothing can go now;
+ * pending callbacks have had NULL. */
+typedef void (*sl_redis_client_ready_fn)(void *arg, bool ready);
+/* The set of primaries changed (the first map, a failover, a new shard):
+ * what must be done on every primary (subscriptions, scans) starts over. */
+typedef void (*sl_redis_client_nodes_fn)(void *arg);
+
+/* Starts connecting to target (which must outlive the client), counting
+ * troubles in metrics (NULL: not counted). on_nodes may be NULL. NULL only
+ * if out of memory. */
+sl_redis_client *sl_redis_client_new(struct event_base *base, const sl_redis_target *target,
+                                     sl_redis_metrics *metrics, sl_redis_client_ready_fn on_ready,
+                                     sl_redis_client_nodes_fn on_nodes, void *arg);
+/* Disconnects (pending callbacks get NULL) and frees. NULL is a no-op.
+ * Not from a callback. */
+void sl_redis_client_free(sl_redis_client *c);
+bool sl_redis_client_ready(const sl_redis_client *c);
+/* The SHA1 of the daemon script `name` ("claim", "ack"), or NULL if not
+ * ready. The same on every node. */
+const char *sl_redis_client_sha(const sl_redis_client *c, const char *name);
+
+/* Sends a command about `key` (its {hash tag} picks the slot; NULL: any
+ * primary, e.g. TIME) whose reply goes to fn(reply, arg). False, and no
+ * callback, if it cannot go now (not ready, out of memory). */
+bool sl_redis_client_send(sl_redis_client *c, const char *key, int argc, const char **argv,
+                          const size_t *argvlen, sl_redis_reply_fn fn, void *arg);
+
+/* A command about `key` met NOSCRIPT: load the scripts again where it
+ * went; on_ready(true) follows (Cluster: resent by the client itself,
+ * this is then never needed). */
+void sl_redis_client_reload_scripts(sl_redis_client *c, const char *key);
+
+/* How many primaries are known now (standalone and Sentinel: 1 when
+ * ready). */
+size_t sl_redis_client_primary_count(const sl_redis_client *c);
+/* Primary i's address (i < count), valid until on_nodes or the client is
+ * freed: for a subscriber link of its own (notify.c). */
+const sl_redis_target *sl_redis_client_primary(const sl_redis_client *c, size_t i);
+/* Sends a command to primary i: what every primary must answer (SCAN for
+ * discovery). False, and no callback, if it cannot go now. */
+bool sl_redis_client_send_to(sl_redis_client *c, size_t i, int argc, const char **argv,
+                             const size_t *argvlen, sl_redis_reply_fn fn, void *arg);
+
+#endif
