@@ -41,6 +41,10 @@ bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const 
  * follows. */
 void sl_redis_conn_reload_scripts(sl_redis_conn *conn);
 
+/* The node connected now (Sentinel: the primary it resolved; else the
+ * target), valid until the next on_ready(false). */
+const sl_redis_target *sl_redis_conn_node(const sl_redis_conn *conn);
+
 /* True for an error reply that says the script cache is empty. */
 bool sl_redis_is_noscript(const redisReply *reply);
 
