@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,9 @@ static int cmd_run(int argc, char **argv)
         fputs(run_help, stderr);
         return EXIT_USAGE;
     }
+    /* A SIGHUP before the daemon's handler is in (while the config loads)
+     * would end the process: ignore it until then; the handler replaces this. */
+    signal(SIGHUP, SIG_IGN);
     /* journald reads a "<N>" prefix as the line's level. */
     sl_log_setup(level, getenv("JOURNAL_STREAM") != NULL, json_logs);
     sl_config *config = load_config("run", path);
@@ -246,8 +250,11 @@ static int cmd_run(int argc, char **argv)
         setvbuf(trace, NULL, _IOFBF, 1 << 20); /* no write per job */
     }
     int code = sl_daemon_run(config, path, trace);
-    if (code == SL_DAEMON_EXIT_NOW)
+    if (code == SL_DAEMON_EXIT_NOW) {
+        if (trace)
+            fflush(trace); /* the departures so far (stdio locks it against the workers) */
         _exit(EXIT_OK); /* worker threads may still be running */
+    }
     if (trace && fclose(trace) != 0) {
         fprintf(stderr, "sluice run: --trace-departures %s: %s\n", trace_path, strerror(errno));
         code = EXIT_RUNTIME;
