@@ -2,7 +2,9 @@
  * keeps itself usable: it reconnects with backoff, authenticates, selects
  * the database and loads the daemon's scripts after every connect, and
  * drops a connection whose replies stop coming. Plain TCP, a unix socket
- * or TLS (rediss://), by redis_link. */
+ * or TLS (rediss://), by redis_link; with Sentinel (redis-sentinel://),
+ * the primary the sentinels name, confirmed by ROLE and followed through
+ * failovers. */
 #ifndef SLUICE_REDIS_CONN_H
 #define SLUICE_REDIS_CONN_H
 
@@ -40,6 +42,10 @@ bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const 
 /* The server lost the scripts (NOSCRIPT): load them again; on_ready(true)
  * follows. */
 void sl_redis_conn_reload_scripts(sl_redis_conn *conn);
+
+/* The node connected now (Sentinel: the primary it resolved; else the
+ * target), valid until the next on_ready(false). */
+const sl_redis_target *sl_redis_conn_node(const sl_redis_conn *conn);
 
 /* True for an error reply that says the script cache is empty. */
 bool sl_redis_is_noscript(const redisReply *reply);

@@ -192,3 +192,11 @@ bool sl_sentinel_reply_readonly(const redisReply *reply)
     return reply && reply->type == REDIS_REPLY_ERROR && reply->str &&
            strncmp(reply->str, "READONLY", 8) == 0 && (reply->str[8] == ' ' || reply->str[8] == '\0');
 }
+
+void sl_sentinel_addr_format(const char *host, int port, char *out, size_t out_size)
+{
+    if (strchr(host, ':'))
+        snprintf(out, out_size, "[%s]:%d", host, port);
+    else
+        snprintf(out, out_size, "%s:%d", host, port);
+}

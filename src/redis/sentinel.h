@@ -60,6 +60,9 @@ sl_sentinel_switch sl_sentinel_parse_switch(const redisReply *reply, const char 
  * order, so the next resolution asks it first. */
 void sl_sentinel_promote(size_t *order, size_t count, size_t position);
 
+/* "host:port" or "[v6]:port": an address as messages show it. */
+void sl_sentinel_addr_format(const char *host, int port, char *out, size_t out_size);
+
 /* True for an error reply saying the node is a replica now (READONLY):
  * the primary moved under the connection. */
 bool sl_sentinel_reply_readonly(const redisReply *reply);
