@@ -55,6 +55,23 @@ static char *jobs_text(const char *tag, int n)
     return text;
 }
 
+/* True once the node on port has a pattern subscription (notify.c's). */
+static bool wait_subscribed(int port, int timeout_ms)
+{
+    redisContext *c = rsn_connect(port);
+    cr_assert_not_null(c);
+    bool subscribed = false;
+    for (int waited = 0; !subscribed && waited <= timeout_ms; waited += 100) {
+        redisReply *r = redisCommand(c, "PUBSUB NUMPAT");
+        subscribed = r && r->type == REDIS_REPLY_INTEGER && r->integer > 0;
+        freeReplyObject(r);
+        if (!subscribed)
+            sleep_ms(100);
+    }
+    redisFree(c);
+    return subscribed;
+}
+
 Test(sentinel_daemon, delivers_every_job_through_a_failover)
 {
     int first = group.nodes[0].port, second = group.nodes[1].port;
@@ -68,12 +85,22 @@ Test(sentinel_daemon, delivers_every_job_through_a_failover)
      * replica had not seen could be lost: Redis replicates asynchronously) */
     cr_assert(rsn_replicated(&group, first, 5000), "the replica did not acknowledge the jobs");
 
+    /* keyspace notifications on both nodes: the subscriber must follow too */
+    for (int i = 0; i < 2; i++) {
+        redisContext *node = rsn_connect(group.nodes[i].port);
+        cr_assert_not_null(node);
+        redisReply *r = redisCommand(node, "CONFIG SET notify-keyspace-events Kl");
+        cr_assert(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        redisFree(node);
+    }
     char config[128];
     snprintf(config, sizeof config, "%s/sluice.json", dir);
     config_file_write(config, group.url, CONFIG_DAEMON_MEMBERS,
                       "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 20}}",
                       sink.port);
     daemon_process d = daemon_env_run(dir, config, NULL);
+    cr_assert(wait_subscribed(first, 10000), "no keyspace subscription on the primary");
     char needle[128];
     snprintf(needle, sizeof needle, "primary=127.0.0.1:%d", first);
     cr_assert(daemon_env_wait_log(dir, needle, 10000), "the daemon did not find the primary");
@@ -100,6 +127,7 @@ Test(sentinel_daemon, delivers_every_job_through_a_failover)
     /* the daemon ends on the new primary: it named it, and acked there */
     snprintf(needle, sizeof needle, "primary=127.0.0.1:%d", second);
     cr_assert(daemon_env_wait_log(dir, needle, 10000), "the daemon did not follow the failover");
+    cr_assert(wait_subscribed(second, 10000), "the keyspace subscription stayed behind");
     redisContext *now = rsn_connect(second);
     cr_assert_not_null(now);
     bool drained = false;
