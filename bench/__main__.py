@@ -11,6 +11,8 @@ Scenarios (each bounded in time; every server is private, on 127.0.0.1):
               a bare timer's, lateness; three tenants on one worker; 60 s
               runs; a bursty input, plotted
   fleet       1, 2, 4 daemons on one tenant: global rate error, throughput
+  cluster     a cluster of 3 primaries beside one redis-server: throughput,
+              Redis CPU per 1,000 jobs per shard; 2 daemons shaping one tenant
   tenants     10,000 idle tenants: CPU, Redis commands/s; pickup latency
   memory      RSS with 10,000 tenants and 1,000,000 queued jobs; Redis bytes
               per queued and per claimed job

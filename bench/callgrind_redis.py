@@ -55,7 +55,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local lease_us, prefix = tonumber(ARGV[7]), ARGV[8]
 local q = redis.call('LRANGE', KEYS[1], -tonumber(ARGV[6]), -1)
-local records, leases, reply = {}, {}, {now, now, 0, 0, 0, {}}
+local records, leases, reply = {}, {}, {now, now, 0, 0, 0, {}, 0, 0, 0, 0} -- claim.lua's REPLY_HEADER fields
 for i = #q, 1, -1 do
   local id = prefix .. string.format('%x', #q - i)
   records[#records + 1] = id
@@ -102,11 +102,13 @@ def keys(what):
     return "%s:{%s}:%s" % (PREFIX, TENANT, what)
 
 
-def claim_args(sha, n):
-    """EVALSHA of lua/claim.lua as sl_claim_build writes it; n: the call's number."""
+def claim_args(sha, n, batch=CLAIM_BATCH):
+    """EVALSHA of lua/claim.lua as sl_claim_build writes it; n: the call's
+    number; batch: jobs asked for (SL_CLAIM_BATCH for a fast tenant, fewer
+    for one of many sharing a worker)."""
     return ["EVALSHA", sha, 6, keys("queue"), keys("shape"), keys("inflight"), keys("jobs"),
             keys("retry"), keys("dlq"),
-            CAPACITY, RATE_MILLI, "wait", 0, LOOKAHEAD_US, CLAIM_BATCH, LEASE_US,
+            CAPACITY, RATE_MILLI, "wait", 0, LOOKAHEAD_US, batch, LEASE_US,
             "cg%09d" % n, TENANT, "envelope", REFILL_US, MAX_JOB_BYTES, 0, 0]
 
 
@@ -137,7 +139,8 @@ def commands(stats):
     return sum(v for k, v in stats.items() if k not in ("info", "config", "ping", "config|resetstat"))
 
 
-def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), floor=False):
+def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), floor=False,
+        claim_batch=CLAIM_BATCH):
     scripts = {"claim": FLOOR_CLAIM, "ack": FLOOR_ACK} if floor else embedded_scripts(build)
     port = P.free_port()
     out_file = os.path.join(workdir, "callgrind.out")
@@ -173,7 +176,7 @@ def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), flo
             # As a tenant at backlog: claim while it holds fewer than
             # SL_CLAIM_MAX_WAITING jobs, else ack the oldest it holds.
             if queued > 0 and len(held) < max_waiting:
-                got = claimed_jobs(r.call(*claim_args(claim_sha, calls)))
+                got = claimed_jobs(r.call(*claim_args(claim_sha, calls, claim_batch)))
                 calls += 1
                 if not got:
                     raise RuntimeError("claim %d returned no job with %d queued" % (calls, queued))
@@ -207,6 +210,8 @@ def main():
     ap.add_argument("--build", required=True, help="a build dir (holds lua_scripts_data.c)")
     ap.add_argument("--jobs", type=int, default=10000)
     ap.add_argument("--ack-batch", type=int, default=100, help="done ops per ack call")
+    ap.add_argument("--claim-batch", type=int, default=CLAIM_BATCH,
+                    help="jobs asked for per claim (SL_CLAIM_BATCH; small: a tenant of many)")
     ap.add_argument("--max-waiting", type=int, default=MAX_WAITING,
                     help="claim while holding fewer jobs than this (SL_CLAIM_MAX_WAITING)")
     ap.add_argument("--config", action="append", default=[], metavar="NAME=VALUE",
@@ -217,12 +222,14 @@ def main():
     a = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="sluice-callgrind-")
     try:
-        res = run(a.build, a.jobs, a.ack_batch, workdir, a.max_waiting, a.config, a.floor)
+        res = run(a.build, a.jobs, a.ack_batch, workdir, a.max_waiting, a.config, a.floor,
+                  a.claim_batch)
     finally:
         if not a.keep:
             shutil.rmtree(workdir, ignore_errors=True)
-    print("%s: %d jobs, %d claims, acks of %d, claiming while holding < %d%s"
-          % ("the floor scripts" if a.floor else "build " + a.build, res["jobs"], res["claims"], res["ack_batch"], a.max_waiting,
+    print("%s: %d jobs, %d claims of up to %d, acks of %d, claiming while holding < %d%s"
+          % ("the floor scripts" if a.floor else "build " + a.build, res["jobs"], res["claims"],
+             a.claim_batch, res["ack_batch"], a.max_waiting,
              "".join(", " + c for c in a.config)))
     print("redis-server Ir: %d total, %.0f per job; commands per job %.2f"
           % (res["ir"], res["ir_per_job"], res["commands_per_job"]))

@@ -76,10 +76,11 @@ class Context:
 
     # ---- sluice -------------------------------------------------------------
 
-    def config(self, path, redis_port, tenants, workers=2, grace_ms=2000):
-        """Writes a daemon config to path and has `sluice check-config` accept it."""
+    def config(self, path, redis, tenants, workers=2, grace_ms=2000):
+        """Writes a daemon config to path and has `sluice check-config` accept
+        it; redis: a port or a Cluster (procs.redis_view)."""
         cfg = {
-            "redis": "redis://127.0.0.1:%d/0" % redis_port,
+            "redis": P.redis_view(redis).url(),
             "workers": workers,
             "admin": None,
             "grace_ms": grace_ms,

@@ -227,6 +227,38 @@ class Redis:
         return int(self.info("memory")["used_memory"])
 
 
+class SingleRedis:
+    """One redis-server as a scenario sees it: the calls of
+    redis_cluster.Cluster, with one node."""
+
+    def __init__(self, port):
+        self.port = port
+
+    def url(self):
+        return "redis://127.0.0.1:%d/0" % self.port
+
+    def _each(self, fn):
+        r = Redis(self.port)
+        try:
+            return [fn(r)]
+        finally:
+            r.close()
+
+    def flushall(self):
+        self._each(lambda r: r.call("FLUSHALL"))
+
+    def commandstats(self):
+        return self._each(lambda r: r.commandstats())
+
+    def cpu_s(self):
+        return self._each(lambda r: r.cpu_s())
+
+
+def redis_view(redis):
+    """A scenario's Redis: a port (one redis-server) or a Cluster as it is."""
+    return SingleRedis(redis) if isinstance(redis, int) else redis
+
+
 def start_redis(procs, name, notify=False):
     """A private redis-server on a free loopback port: no persistence; with
     notify, keyspace notifications for lists (K, l) as sluice can use them.

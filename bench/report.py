@@ -199,8 +199,49 @@ def targets(res):
     if mem:
         out.append(("claimed-job overhead in Redis < 200 bytes beyond the payload",
                     "%.0f bytes" % mem["claimed_overhead"], mem["claimed_overhead"] < 200))
+    out += cluster_targets(res.get("cluster"))
     out += chaos_targets(res.get("chaos"))
     return out
+
+
+def cluster_targets(cl):
+    """(target, figure, met) of the cluster runs; [] when they did not run."""
+    if not cl:
+        return []
+    c, e = cl["cluster"], cl["fleet"]["daemon"]["error"]
+    return [("cluster of 3 primaries: every job delivered",
+             "%d of %d" % (c["delivered"], c["jobs"]), c["complete"]),
+            ("2 daemons on the cluster: one tenant's rate error < 1%", pct(e),
+             e is not None and abs(e) < 0.01)]
+
+
+def cluster_section(cl):
+    """The markdown of the cluster runs."""
+    rows = []
+    for label, r in (("one redis-server", cl["single"]), ("cluster, 3 primaries", cl["cluster"])):
+        rows.append([label, f(r["rate_steady"]), f(r["sluice_cpu_per_1k"], "%.4f"),
+                     f(r["redis_cpu_per_1k"], "%.4f"),
+                     " / ".join("%.4f" % (x / max(1, r["delivered"]) * 1000)
+                                for x in r["redis_cpu_s_per_node"]),
+                     f(r["round_trips_per_job"], "%.4f"), f(r["commands_per_job"], "%.2f"),
+                     "yes" if r["complete"] else "NO"])
+    shards = table(["shard", "jobs", "Redis CPU s per 1,000 of its jobs", "commands per job"],
+                   [[s["shard"], s["jobs"], "%.4f" % s["cpu_per_1k"], "%.2f" % s["commands_per_job"]]
+                    for s in cl["shards"]])
+    d = cl["fleet"]["daemon"]
+    return ("## 8. Redis Cluster\n\n%d tenants, %d on each shard, %s jobs each, drained at "
+            "the throughput sweep's concurrency by one daemon: on one redis-server, then on a "
+            "cluster of 3 primaries and 3 replicas (`redis-cli --cluster create`), same run. "
+            "Redis CPU is all primaries' together per 1,000 jobs, and each node's per 1,000 "
+            "jobs of the run.\n\n" % (cl["tenants"], cl["tenants"] // max(1, len(cl["shards"])),
+                                       format(cl["jobs_per_tenant"], ",")) +
+            table(["Redis", "jobs/s", "sluice CPU s/1k", "Redis CPU s/1k", "per node",
+                   "round trips/job", "commands/job", "all delivered"], rows) +
+            "\n\nEach shard's CPU against its own tenants' jobs:\n\n" + shards +
+            "\n\nA fleet of 2 daemons shaping one tenant to 1,000/s on the cluster: rate "
+            "error %s, most in any %.0f ms %d (bound %d), departures per daemon %s."
+            % (pct(d["error"]), d["window_us"] / 1000, d["max_in_window"], d["bound"],
+               " + ".join(str(x) for x in cl["fleet"]["shares"])))
 
 
 CHAOS_RSS_MIB = 64  # the bound of a daemon's RSS in the soak, as at 10,000 idle tenants
@@ -583,6 +624,9 @@ def sections(res, facts, command):
     ch = res.get("chaos")
     if ch:
         md.append(chaos_section(ch))
+    cl = res.get("cluster")
+    if cl:
+        md.append(cluster_section(cl))
     noise = res.get("noise")
     if noise:
         rows = [[k, "%.0f s" % v["wall_s"], "%.1f%%" % v["ours_pct"], "%.1f%%" % v["foreign_pct"],

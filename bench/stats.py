@@ -146,6 +146,15 @@ def command_counts(before, after):
             for k in set(before) | set(after) if after.get(k, 0) != before.get(k, 0)}
 
 
+def summed_counts(deltas):
+    """Several nodes' command counts (command_counts) added up."""
+    out = {}
+    for d in deltas:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
 # Commands only a client sends (a script cannot call them). sluice's own
 # round trips are these; the bench's INFO/CONFIG and a producer's LPUSH or
 # MULTI/EXEC are not counted as sluice's.

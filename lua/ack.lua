@@ -42,7 +42,8 @@ trimmed to 100.
 
 Cost: the ops are read first (an unknown or short op fails the batch
 before anything is written); the leases of the whole batch are then
-checked with one ZMSCORE and their records read with one HMGET; the ops are then applied in order in Lua, and
+checked with one ZMSCORE, and the records of the retry and dead ops read
+with one HMGET (done and release need none); the ops are then applied in order in Lua, and
 their writes go out as one ZREM, HDEL, HSET, ZADD and LPUSH each. An op
 that takes a job removes its lease, so a later op of the batch on the same
 job finds none, as it would one call at a time.
@@ -98,18 +99,24 @@ end
 
 -- Which ops present the lease their job holds (by ZMSCORE: the score
 -- reads as the same digits unless Redis wrote it another way, then as
--- numbers), and those jobs' records (one HMGET): record_of[k] indexes
--- records for op k, false when its lease is not held.
+-- numbers), and the records of those that read their job back (one
+-- HMGET): record_of[k] indexes records for op k, 0 when the op holds the
+-- lease but needs no record (done forgets the job, release moves its id:
+-- reading the job's bytes for them would cost a copy per delivered job),
+-- false when its lease is not held.
+local NEEDS_RECORD = {retry = true, dead = true}
 local scores = redis_batch('ZMSCORE', K_INFLIGHT, ids)
 local record_of, wanted = {}, {}
 for k = 1, #ops do
   local j, lease = job_of[k], ARGV[ops[k] + 2]
   local score = j and scores[j]
-  if score and (score == lease or tonumber(score) == tonumber(lease)) then
+  if not (score and (score == lease or tonumber(score) == tonumber(lease))) then
+    record_of[k] = false
+  elseif NEEDS_RECORD[ARGV[ops[k]]] then
     wanted[#wanted + 1] = ids[j]
     record_of[k] = #wanted
   else
-    record_of[k] = false
+    record_of[k] = 0
   end
 end
 local records = redis_batch('HMGET', K_JOBS, wanted)
@@ -118,13 +125,18 @@ local records = redis_batch('HMGET', K_JOBS, wanted)
 local inflight_removed, jobs_deleted, jobs_set, retry_added, dlq_records = {}, {}, {}, {}, {}
 local taken = {} -- ids whose lease an earlier op of the batch removed
 
--- The record of op k's job if the op holds its lease, else nil; the lease
--- is gone once taken. A record this version cannot read stays leased:
--- when the lease expires, claim.lua dead-letters it whole.
+-- The record of op k's job if the op holds its lease (true for an op that
+-- reads no record), else nil; the lease is gone once taken. A record this
+-- version cannot read stays leased: when the lease expires, claim.lua
+-- dead-letters it whole.
 local function take(k, id)
-  if not record_of[k] or taken[id] then return nil end
-  local record = records[record_of[k]]
-  if record and not job_record_valid(record) then return nil end
+  local at = record_of[k]
+  if not at or taken[id] then return nil end
+  local record = true
+  if at > 0 then
+    record = records[at]
+    if record and not job_record_valid(record) then return nil end
+  end
   inflight_removed[#inflight_removed + 1] = id
   taken[id] = true
   return record or nil

@@ -258,10 +258,11 @@ Test(claim, records_keep_any_job_and_unreadable_ones_are_dead_lettered_whole)
     sl_ack_start(&args, ack_sha, &keys, "acme");
     sl_ack_retry(&args, c->id[0], c->lease[0], 0, "HTTP 500");
     send_ack();
-    /* a record this version did not write: an ack leaves it leased */
+    /* a record this version did not write: an ack that must read it back
+     * (a retry) leaves it leased */
     freeReplyObject(redisCommand(fx.conn, "HSET %s %s %s", keys.jobs, c->id[1], "not a record"));
     sl_ack_start(&args, ack_sha, &keys, "acme");
-    sl_ack_done(&args, c->id[1], c->lease[1]);
+    sl_ack_retry(&args, c->id[1], c->lease[1], 0, "HTTP 500");
     send_ack();
     cr_assert_eq(count("ZCARD %s", keys.inflight), 1, "the unreadable record stays leased");
 
@@ -282,6 +283,29 @@ Test(claim, records_keep_any_job_and_unreadable_ones_are_dead_lettered_whole)
     cr_assert_eq(count("ZCARD %s", keys.retry), 0);
     free(c);
     free(again);
+}
+
+Test(claim, done_forgets_the_job_without_reading_its_record)
+{
+    /* A delivered job has nothing left to keep: done drops the lease and
+     * the record whatever the record holds, and never reads its bytes
+     * (the ack reads records only for retry and dead). */
+    push("{\"body\":1}");
+    sl_claim_params p = params(1000000, SEC, 10);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 1);
+    freeReplyObject(redisCommand(fx.conn, "HSET %s %s %s", keys.jobs, c->id[0], "not a record"));
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_done(&args, c->id[0], c->lease[0]);
+    const char **argv = sl_argv_finish(&args);
+    redisReply *reply = redisCommandArgv(fx.conn, (int)args.count, argv, args.lengths);
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 2);
+    cr_assert_eq(reply->element[0]->integer, 1, "applied");
+    cr_assert_eq(reply->element[1]->integer, 0, "stale");
+    freeReplyObject(reply);
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 0);
+    cr_assert_eq(count("HLEN %s", keys.jobs), 0);
+    free(c);
 }
 
 Test(claim, release_hands_jobs_back_in_order_without_an_attempt)

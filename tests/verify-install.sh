@@ -85,7 +85,7 @@ else
 fi
 dir=$root$EXAMPLESDIR
 before=$failures
-for file in README.md webhook-delivery.json partner-api.json produce.sh produce.py produce.mjs \
+for file in README.md webhook-delivery.json partner-api.json produce.sh produce.py produce.mjs produce-cluster.mjs \
     prometheus.yml prometheus-rules.yml grafana-dashboard.json; do
   [ -s "$dir/$file" ] || fail "$EXAMPLESDIR/$file is missing"
 done

@@ -117,9 +117,7 @@ def shaped_backlog(ctx, redis_port, label, tenants, rate, seconds, workers=2):
     all shaped to rate (or each to its own: a dict), and a sink of their
     own: (sink process, sink log, config, jobs per tenant, or a dict of
     them when the rates differ)."""
-    r = P.Redis(redis_port)
-    r.call("FLUSHALL")
-    r.close()
+    P.redis_view(redis_port).flushall()
     sink_p, url, sink_log = ctx.sink("sink-" + label)
     cfg = ctx.config(ctx.path(ctx.name(label) + ".json"), redis_port,
                      {t: {"endpoint": url + "/hook/" + t, "rate": rate_of(rate, t),

@@ -16,9 +16,10 @@ NAME = "throughput"
 
 def drain_run(ctx, label, redis_port, tenants_jobs, tenant_cfg, workers=2, processes=1):
     """Pushes jobs for each tenant, starts `processes` daemons, waits until
-    the sink saw every job; returns the figures. tenants_jobs: {name: n}."""
-    r = P.Redis(redis_port)
-    r.call("FLUSHALL")
+    the sink saw every job; returns the figures. tenants_jobs: {name: n};
+    redis_port: a port or a Cluster (procs.redis_view)."""
+    r = P.redis_view(redis_port)
+    r.flushall()
     sink_p, url, sink_log = ctx.sink("sink-" + label)
     tenants = {}
     for t in tenants_jobs:
@@ -48,10 +49,10 @@ def drain_run(ctx, label, redis_port, tenants_jobs, tenant_cfg, workers=2, proce
     for p in daemons:
         ctx.stop_sluice(p)
     ctx.procs.stop(sink_p)
-    r.close()
     recs = P.sink_records(sink_log)
     arrivals = [a for a, _, _, st in recs if st == 200]
-    delta = S.command_counts(cmd0, cmd1)
+    deltas = [S.command_counts(a, b) for a, b in zip(cmd0, cmd1)]
+    delta = S.summed_counts(deltas)
     client, everything = S.sluice_commands(delta)
     n = len(arrivals)
     return {
@@ -65,7 +66,9 @@ def drain_run(ctx, label, redis_port, tenants_jobs, tenant_cfg, workers=2, proce
         "wall_s": (max(arrivals) - t_start) / 1e6 if arrivals else None,
         "sluice_cpu_per_1k": sluice_cpu / max(1, n) * 1000,
         "thread_cpu_pct": 100.0 * thread_s * 1e6 / (max(arrivals) - t_start) if arrivals else None,
-        "redis_cpu_per_1k": (rcpu1 - rcpu0) / max(1, n) * 1000,
+        "redis_cpu_per_1k": (sum(rcpu1) - sum(rcpu0)) / max(1, n) * 1000,
+        "redis_cpu_s_per_node": [b - a for a, b in zip(rcpu0, rcpu1)],
+        "commands_per_node": [sum(d.values()) for d in deltas],
         "sink_cpu_per_1k": sink_cpu / max(1, n) * 1000,
         "round_trips_per_job": client / max(1, n),
         "commands_per_job": everything / max(1, n),

@@ -10,10 +10,10 @@ from bench.scenarios import ceiling, memory, shaping, tenants, throughput
 
 class Registry(unittest.TestCase):
     def test_scenarios_in_the_order_of_a_full_run(self):
-        # fleet and memory read the concurrency throughput chose: it goes first
+        # fleet, cluster and memory read the concurrency throughput chose: it goes first
         self.assertEqual(scenarios.NAMES,
-                         ["throughput", "ceiling", "shaping", "fleet", "tenants", "memory",
-                          "chaos"])
+                         ["throughput", "ceiling", "shaping", "fleet", "cluster", "tenants",
+                          "memory", "chaos"])
         for s in scenarios.SCENARIOS:
             self.assertTrue(callable(s.run), s.NAME)
 
