@@ -122,6 +122,8 @@ Test(sentinel_daemon, delivers_every_job_through_a_failover)
     /* every job, each under its own Idempotency-Key (a redelivery after the
      * failover carries the same key: it is a job of the same id) */
     assert_each_delivered(reqs, n, "f", JOBS, true);
+    cr_log_info("%zu requests for %d jobs through the failover (%zu before it)", n, JOBS,
+                n_before);
     sink_requests_free(reqs, n);
 
     /* the daemon ends on the new primary: it named it, and acked there */

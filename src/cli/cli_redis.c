@@ -1,9 +1,6 @@
 /* cli_redis.c - see cli_redis.h. */
 #include "cli/cli_redis.h"
 
-#include "redis/sentinel.h"
-#include "redis/sentinel_client.h"
-
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -11,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "redis/sentinel.h"
+#include "redis/sentinel_client.h"
 
 #define CLI_TIMEOUT_S 5
 #define PREFIX_MAX 64
