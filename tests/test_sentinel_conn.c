@@ -3,13 +3,14 @@
  * real sentinels (support/redis_sentinel.h): the sentinels asked in turn,
  * the one that answered asked first next time; a primary demoted under
  * the connection (READONLY) dropped, and the connection back once a
- * primary is named again. */
+ * primary is named again; redis_client naming that primary. */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include <event2/event.h>
 
 #include "process.h"
+#include "redis/redis_client.h"
 #include "redis/redis_conn.h"
 #include "redis/sentinel_client.h"
 #include "redis_sentinel.h"
@@ -156,6 +157,41 @@ Test(sentinel_conn, a_primary_demoted_under_the_connection_is_dropped)
     cr_assert_not_null(sl_redis_conn_sha(conn, "claim"));
 
     sl_redis_conn_free(conn);
+    event_base_free(base);
+    sl_redis_target_clear(&t);
+}
+
+typedef struct client_run {
+    bool ready;
+    int nodes_calls;
+} client_run;
+
+static void on_client_ready(void *arg, bool ready)
+{
+    ((client_run *)arg)->ready = ready;
+}
+
+static void on_client_nodes(void *arg)
+{
+    ((client_run *)arg)->nodes_calls++;
+}
+
+Test(sentinel_conn, the_client_names_the_primary_the_sentinels_named)
+{
+    sl_redis_target t;
+    char err[256];
+    cr_assert(sl_redis_target_parse(group.url, &t, err, sizeof err), "%s", err);
+    struct event_base *base = event_base_new();
+    client_run run = {0};
+    sl_redis_client *c = sl_redis_client_new(base, &t, NULL, on_client_ready, on_client_nodes, &run);
+    cr_assert_not_null(c);
+    run_until(base, &run.ready, 10000, "never ready");
+    cr_assert_eq(run.nodes_calls, 1);
+    cr_assert_eq(sl_redis_client_primary_count(c), 1);
+    const sl_redis_target *primary = sl_redis_client_primary(c, 0);
+    cr_assert_eq(primary->port, group.nodes[0].port, "the client's primary is not the primary");
+    cr_assert_null(primary->seeds, "a node target, not the sentinels'");
+    sl_redis_client_free(c);
     event_base_free(base);
     sl_redis_target_clear(&t);
 }

@@ -203,7 +203,7 @@ static void on_ack_reply(redisReply *reply, void *arg)
     tenant *t = arg;
     if (sl_redis_is_noscript(reply)) {
         sl_ack_batch_replied(&t->acks, false); /* resent by sl_tenant_resume */
-        sl_redis_conn_reload_scripts(t->env->redis);
+        sl_redis_client_reload_scripts(t->env->redis, t->keys.queue);
         return;
     }
     if (!reply || (reply->type == REDIS_REPLY_ERROR && sl_redis_error_transient(reply->str))) {
@@ -245,15 +245,15 @@ static void ack_flush(tenant *t)
     evtimer_del(t->ack_timer);
     if (t->outcomes.used > 0)
         add_adaptive_op(t);
-    if (!sl_ack_batch_take(b, sl_redis_conn_sha(t->env->redis, "ack"), &t->keys, t->name))
+    if (!sl_ack_batch_take(b, sl_redis_client_sha(t->env->redis, "ack"), &t->keys, t->name))
         return;
     const char **argv = sl_argv_finish(&b->sending);
     if (!argv) {
         SL_LOG(SL_LOG_ERROR, "msg=\"out of memory building an ack\" tenant=%s", t->name);
         return;
     }
-    sl_ack_batch_sent(b, sl_redis_conn_send(t->env->redis, (int)b->sending.count, argv,
-                                            b->sending.lengths, on_ack_reply, t));
+    sl_ack_batch_sent(b, sl_redis_client_send(t->env->redis, t->keys.queue, (int)b->sending.count,
+                                              argv, b->sending.lengths, on_ack_reply, t));
 }
 
 static void on_ack_timer(evutil_socket_t fd, short kind, void *arg)
@@ -585,7 +585,7 @@ static void on_claim_reply(redisReply *reply, void *arg)
     if (!reply)
         return; /* connection lost: sl_tenant_resume claims again */
     if (sl_redis_is_noscript(reply)) {
-        sl_redis_conn_reload_scripts(env->redis);
+        sl_redis_client_reload_scripts(env->redis, t->keys.queue);
         return;
     }
     if (reply->type == REDIS_REPLY_ERROR && sl_redis_error_transient(reply->str)) {
@@ -644,7 +644,7 @@ static bool saturated(const tenant *t)
 void sl_tenant_claim(tenant *t)
 {
     sl_tenant_env *env = t->env;
-    const char *sha = sl_redis_conn_sha(env->redis, "claim");
+    const char *sha = sl_redis_client_sha(env->redis, "claim");
     if (t->claim_outstanding || env->draining || t->retired || !sha ||
         !sl_claim_has_room(t->waiting) || !sl_redis_clock_ready(&env->clock) || saturated(t))
         return;
@@ -655,8 +655,8 @@ void sl_tenant_claim(tenant *t)
     sl_claim_build(&env->claim_argv, sha, &t->claim, id_prefix);
     const char **argv = sl_argv_finish(&env->claim_argv);
     t->claim_sent_us = sl_realtime_us();
-    if (argv && sl_redis_conn_send(env->redis, (int)env->claim_argv.count, argv,
-                                   env->claim_argv.lengths, on_claim_reply, t))
+    if (argv && sl_redis_client_send(env->redis, t->keys.queue, (int)env->claim_argv.count, argv,
+                                     env->claim_argv.lengths, on_claim_reply, t))
         t->claim_outstanding = true;
 }
 

@@ -16,7 +16,7 @@
 #include "http/http_client.h"
 #include "redis/keys.h"
 #include "redis/redis_argv.h"
-#include "redis/redis_conn.h"
+#include "redis/redis_client.h"
 
 struct event_base;
 
@@ -30,7 +30,7 @@ typedef struct sl_tenant_env {
     const sl_config *config;   /* the configuration in force (its prefix) */
     unsigned config_generation; /* config's generation (0: the one read at
                                    start; each reload one more) */
-    sl_redis_conn *redis;      /* claims and acks */
+    sl_redis_client *redis;    /* claims and acks, each about its tenant's keys */
     sl_http_client *http;      /* deliveries; NULL once the grace period ran out */
     sl_redis_clock clock;      /* Redis's clock as this host knows it */
     uint64_t rng;              /* claim ids, retry jitter */

@@ -57,8 +57,12 @@ struct worker {
     int64_t drain_deadline_us;
     sl_argv scan_argv;
     struct event *clock_timer;
+    /* Discovery scans every primary in turn, each from cursor 0 to 0: a
+     * round. The primaries changing (on_redis_nodes) starts a new one. */
     bool scanning;
-    char scan_cursor[32];
+    bool scan_stale;         /* the primaries changed while a page was out */
+    size_t scan_node;        /* the primary being scanned */
+    char scan_cursor[32];    /* its cursor */
     int exit_code;
 };
 
@@ -194,7 +198,7 @@ static void forget_quiet_tenants(worker *w)
                 remove_tenant(w, i); /* retired: its jobs are all acked */
             continue;
         }
-        if (rules != w->env.config->template_tenant || !sl_redis_conn_ready(w->env.redis) ||
+        if (rules != w->env.config->template_tenant || !sl_redis_client_ready(w->env.redis) ||
             !sl_forget_due(sl_tenant_idle(t), sl_tenant_busy_at(t), after_us, now))
             continue;
         forget_check *check = malloc(sizeof *check);
@@ -204,7 +208,7 @@ static void forget_quiet_tenants(worker *w)
         snprintf(check->name, sizeof check->name, "%s", name);
         const sl_tenant_keys *keys = sl_tenant_keys_of(t);
         const char *argv[] = {"EXISTS", keys->queue, keys->retry, keys->inflight};
-        if (!sl_redis_conn_send(w->env.redis, 4, argv, NULL, on_forget_reply, check))
+        if (!sl_redis_client_send(w->env.redis, keys->queue, 4, argv, NULL, on_forget_reply, check))
             free(check);
     }
 }
@@ -212,16 +216,41 @@ static void forget_quiet_tenants(worker *w)
 static void scan_page(worker *w);
 static void publish_oldest_generation(worker *w);
 
+/* Starts the round over, at the first primary. */
+static void scan_restart(worker *w)
+{
+    w->scan_stale = false;
+    w->scan_node = 0;
+    snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
+}
+
+/* The scan of the current primary is over (done, or failed): the next
+ * page is the next primary's first, or the round is over. */
+static void scan_next_node(worker *w)
+{
+    snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
+    if (++w->scan_node >= sl_redis_client_primary_count(w->env.redis))
+        w->scan_node = 0;
+}
+
 static void on_scan_reply(redisReply *reply, void *arg)
 {
     worker *w = arg;
     w->scanning = false;
+    if (w->scan_stale) {
+        /* The page came from the primaries as they were: start over at the
+         * next tick (a tenant it names is found then again). */
+        scan_restart(w);
+        return;
+    }
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
         reply->element[1]->type != REDIS_REPLY_ARRAY) {
         if (reply && reply->type == REDIS_REPLY_ERROR)
             SL_LOG(sl_redis_error_transient(reply->str) ? SL_LOG_DEBUG : SL_LOG_ERROR,
-                   "msg=\"SCAN failed; the next tick scans again\" error=\"%s\"", reply->str);
-        snprintf(w->scan_cursor, sizeof w->scan_cursor, "0");
+                   "msg=\"SCAN failed; the next tick scans again\" error=\"%s\" primary=%zu",
+                   reply->str, w->scan_node);
+        /* One primary failing does not keep the others unscanned. */
+        scan_next_node(w);
         return;
     }
     snprintf(w->scan_cursor, sizeof w->scan_cursor, "%s", reply->element[0]->str);
@@ -237,7 +266,12 @@ static void on_scan_reply(redisReply *reply, void *arg)
         if (config)
             discover(w, name, config);
     }
-    if (strcmp(w->scan_cursor, "0") != 0 && !w->env.draining)
+    if (strcmp(w->scan_cursor, "0") == 0) {
+        scan_next_node(w);
+        if (w->scan_node == 0)
+            return; /* the round is over; the next tick starts another */
+    }
+    if (!w->env.draining)
         scan_page(w);
 }
 
@@ -253,8 +287,8 @@ static void scan_page(worker *w)
     sl_argv_add_str(&w->scan_argv, "COUNT");
     sl_argv_add_str(&w->scan_argv, "1000");
     const char **argv = sl_argv_finish(&w->scan_argv);
-    if (argv && sl_redis_conn_send(w->env.redis, (int)w->scan_argv.count, argv, w->scan_argv.lengths,
-                                   on_scan_reply, w))
+    if (argv && sl_redis_client_send_to(w->env.redis, w->scan_node, (int)w->scan_argv.count, argv,
+                                        w->scan_argv.lengths, on_scan_reply, w))
         w->scanning = true;
 }
 
@@ -268,7 +302,7 @@ static void on_discover_timer(evutil_socket_t fd, short kind, void *arg)
     publish_oldest_generation(w);
     if (!w->env.config->template_tenant || !sl_discover_on_tick(&w->discover_ticks, w->env.notified))
         return;
-    if (!w->scanning && !w->env.draining && sl_redis_conn_ready(w->env.redis))
+    if (!w->scanning && !w->env.draining && sl_redis_client_ready(w->env.redis))
         scan_page(w);
 }
 
@@ -342,7 +376,7 @@ static void send_clock_probe(worker *w)
     probe->w = w;
     probe->sent_us = sl_realtime_us();
     const char *argv[] = {"TIME"};
-    if (!sl_redis_conn_send(w->env.redis, 1, argv, NULL, on_time_reply, probe))
+    if (!sl_redis_client_send(w->env.redis, NULL, 1, argv, NULL, on_time_reply, probe))
         free(probe);
 }
 
@@ -354,7 +388,7 @@ static void on_clock_timer(evutil_socket_t fd, short kind, void *arg)
     worker *w = arg;
     /* Also while the clock is not known yet: a probe answered with an
      * error (Redis busy or loading) is not sent again by its reply. */
-    if (sl_redis_conn_ready(w->env.redis))
+    if (sl_redis_client_ready(w->env.redis))
         send_clock_probe(w);
 }
 
@@ -367,6 +401,18 @@ static void on_redis_ready(void *arg, bool ready)
     /* Measure the clock before anything departs; tenants resume after. */
     sl_redis_clock_restart(&w->env.clock);
     send_clock_probe(w);
+}
+
+/* The primaries changed (the first connect, a reconnect, a failover, a
+ * new shard): the scan round starts over on the new set, now or when the
+ * page out comes back. */
+static void on_redis_nodes(void *arg)
+{
+    worker *w = arg;
+    if (w->scanning)
+        w->scan_stale = true;
+    else
+        scan_restart(w);
 }
 
 static bool all_idle(const worker *w)
@@ -575,7 +621,7 @@ static void worker_cleanup(worker *w)
 {
     sl_notify_free(w->notify);
     w->notify = NULL;
-    sl_redis_conn_free(w->env.redis); /* pending callbacks see NULL replies */
+    sl_redis_client_free(w->env.redis); /* pending callbacks see NULL replies */
     w->env.redis = NULL;
     atomic_store(&w->redis_ready, false);
     atomic_fetch_sub(&w->shared->discovered, (long long)w->discovered);
@@ -628,7 +674,8 @@ static bool worker_setup(worker *w)
      * publishes the oldest configuration in use. */
     struct timeval every = {DISCOVER_EVERY_MS / 1000, (DISCOVER_EVERY_MS % 1000) * 1000};
     event_add(w->discover_timer, &every);
-    w->env.redis = sl_redis_conn_new(w->env.base, &w->env.config->redis, &w->redis_metrics, on_redis_ready, w);
+    w->env.redis = sl_redis_client_new(w->env.base, &w->env.config->redis, &w->redis_metrics,
+                                       on_redis_ready, on_redis_nodes, w);
     w->notify = sl_notify_new(w->env.base, &w->env.config->redis, w->env.config->prefix, on_push,
                               on_notify_state, w);
     return w->env.redis && w->notify;

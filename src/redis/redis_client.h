@@ -33,8 +33,10 @@ typedef void (*sl_redis_client_ready_fn)(void *arg, bool ready);
 typedef void (*sl_redis_client_nodes_fn)(void *arg);
 
 /* Starts connecting to target (which must outlive the client), counting
- * troubles in metrics (NULL: not counted). on_nodes may be NULL. NULL only
- * if out of memory. */
+ * troubles in metrics (NULL: not counted). on_nodes may be NULL; when the
+ * connection becomes ready it fires before on_ready(true). NULL only if
+ * out of memory (or, logged, for a redis-cluster:// target while Cluster
+ * support is not built in). */
 sl_redis_client *sl_redis_client_new(struct event_base *base, const sl_redis_target *target,
                                      sl_redis_metrics *metrics, sl_redis_client_ready_fn on_ready,
                                      sl_redis_client_nodes_fn on_nodes, void *arg);

@@ -401,7 +401,6 @@ const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name)
     return NULL;
 }
 
-
 const sl_redis_target *sl_redis_conn_node(const sl_redis_conn *conn)
 {
     return conn->sentinels ? &conn->node : conn->target;
