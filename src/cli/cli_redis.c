@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "redis/sentinel.h"
+#include "redis/sentinel_client.h"
+
 #define CLI_TIMEOUT_S 5
 #define PREFIX_MAX 64
 
@@ -126,9 +129,9 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
             fprintf(stderr, "sluice %s: --redis: %s\n", command, err);
             return SL_CLI_USAGE;
         }
-        if (cli->own_target.mode != SL_REDIS_STANDALONE) { /* until the CLI routes them */
-            fprintf(stderr, "sluice %s: --redis: %s URLs are not available yet\n", command,
-                    cli->own_target.mode == SL_REDIS_CLUSTER ? "Redis Cluster" : "Sentinel");
+        if (cli->own_target.mode == SL_REDIS_CLUSTER) { /* until the CLI routes them */
+            fprintf(stderr, "sluice %s: --redis: Redis Cluster URLs are not available yet\n",
+                    command);
             return SL_CLI_USAGE;
         }
         cli->target = &cli->own_target;
@@ -302,6 +305,73 @@ static int setup_command(sl_cli *cli, const char *what, int argc, const char **a
     return code;
 }
 
+/* The sentinels' answer, kept until the loop returns to find_primary. */
+typedef struct primary_search {
+    bool done;
+    bool found;
+    sl_sentinel_addr primary;
+    char why[1200];
+} primary_search;
+
+static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *why)
+{
+    primary_search *search = arg;
+    search->done = true;
+    search->found = primary != NULL;
+    if (primary)
+        search->primary = *primary;
+    snprintf(search->why, sizeof search->why, "%s", why ? why : "");
+}
+
+/* Sentinel: asks the sentinels for the primary (as the daemon does,
+ * sentinel_client.h) and makes cli->node its target. */
+static int find_primary(sl_cli *cli)
+{
+    sl_sentinels *sentinels = sl_sentinels_new(cli->base, cli->target, SL_SENTINEL_TIMEOUT_MS);
+    primary_search search = {0};
+    if (!sentinels || !sl_sentinels_resolve(sentinels, on_primary, &search)) {
+        sl_sentinels_free(sentinels);
+        fprintf(stderr, "sluice %s: cannot ask the sentinels at %s: out of memory\n",
+                cli->command, cli->address);
+        return SL_CLI_RUNTIME;
+    }
+    while (!search.done) /* bounded: each sentinel has its deadlines */
+        event_base_loop(cli->base, EVLOOP_ONCE);
+    sl_sentinels_free(sentinels);
+    if (!search.found) {
+        fprintf(stderr, "sluice %s: cannot find the Redis primary at %s: %s\n", cli->command,
+                cli->address, search.why);
+        return SL_CLI_RUNTIME;
+    }
+    if (!sl_redis_target_node(cli->target, search.primary.host, search.primary.port, &cli->node)) {
+        fprintf(stderr, "sluice %s: out of memory\n", cli->command);
+        return SL_CLI_RUNTIME;
+    }
+    return SL_CLI_OK;
+}
+
+/* Sentinel: the node named must say it is the primary (the sentinels'
+ * view may be stale during a failover). */
+static int confirm_primary(sl_cli *cli)
+{
+    redisReply *reply = sl_cli_command(cli, "ROLE");
+    char err[160], name[SL_HOST_MAX + 16];
+    sl_sentinel_addr_format(cli->node.host, cli->node.port, name, sizeof name);
+    sl_sentinel_role role = reply ? sl_sentinel_parse_role(reply, err, sizeof err) : SL_ROLE_BAD;
+    if (!reply)
+        snprintf(err, sizeof err, "%s", sl_cli_error(cli));
+    freeReplyObject(reply);
+    if (role == SL_ROLE_MASTER)
+        return SL_CLI_OK;
+    if (role == SL_ROLE_BAD)
+        fprintf(stderr, "sluice %s: redis %s: %s: ROLE failed: %s\n", cli->command, cli->address,
+                name, err);
+    else
+        fprintf(stderr, "sluice %s: redis %s: %s is a %s, not the primary\n", cli->command,
+                cli->address, name, role == SL_ROLE_REPLICA ? "replica" : "sentinel");
+    return SL_CLI_RUNTIME;
+}
+
 int sl_cli_connect(sl_cli *cli)
 {
     const sl_redis_target *t = cli->target;
@@ -317,7 +387,13 @@ int sl_cli_connect(sl_cli *cli)
                 cli->command, cli->address);
         return SL_CLI_RUNTIME;
     }
-    cli->link = sl_redis_link_open(cli->base, t, &cli_timeouts, on_link_event, NULL, cli,
+    if (t->mode == SL_REDIS_SENTINEL) {
+        int code = find_primary(cli);
+        if (code != SL_CLI_OK)
+            return code;
+    }
+    const sl_redis_target *node = t->mode == SL_REDIS_SENTINEL ? &cli->node : t;
+    cli->link = sl_redis_link_open(cli->base, node, &cli_timeouts, on_link_event, NULL, cli,
                                    cli->error, sizeof cli->error);
     while (cli->link && !sl_redis_link_up(cli->link))
         event_base_loop(cli->base, EVLOOP_ONCE);
@@ -346,7 +422,7 @@ int sl_cli_connect(sl_cli *cli)
         if (code != SL_CLI_OK)
             return code;
     }
-    return SL_CLI_OK;
+    return t->mode == SL_REDIS_SENTINEL ? confirm_primary(cli) : SL_CLI_OK;
 }
 
 void sl_cli_close(sl_cli *cli)
@@ -365,6 +441,7 @@ void sl_cli_close(sl_cli *cli)
     free(cli->address);
     sl_config_free(cli->config);
     sl_redis_target_clear(&cli->own_target);
+    sl_redis_target_clear(&cli->node);
     memset(cli, 0, sizeof *cli);
 }
 

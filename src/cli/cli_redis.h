@@ -31,7 +31,8 @@ enum {
 /* Help text lines describing the shared options. */
 #define SL_CLI_COMMON_HELP                                                         \
     "  -c, --config FILE   take Redis, prefix and tenant rules from FILE\n"        \
-    "      --redis URL     or connect to URL (redis://, rediss:// or unix://);\n"  \
+    "      --redis URL     or connect to URL (redis://, rediss://, unix:// or\n"   \
+    "                      redis-sentinel://);\n"                                \
     "                      the prefix is then \"sluice\"\n"                        \
     "      --prefix P      use key prefix P instead\n"                             \
     "  -h, --help          print this help\n"
@@ -64,6 +65,7 @@ typedef struct sl_cli {
     sl_config *config;    /* with -c; NULL with --redis */
     sl_redis_target own_target; /* the parsed --redis URL */
     const sl_redis_target *target; /* config's or own_target */
+    sl_redis_target node; /* Sentinel: the primary the sentinels named */
     char *address;        /* the URL with the password replaced by "***" */
     char prefix[72];
     struct event_base *base; /* NULL until sl_cli_connect */
@@ -79,7 +81,8 @@ typedef struct sl_cli {
  * SL_CLI_OK or SL_CLI_USAGE; *cli is always safe to sl_cli_close. */
 int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts);
 
-/* Connects (5 s timeout for connect and every reply), authenticates and
+/* Connects (5 s timeout for connect and every reply; Sentinel: to the
+ * primary the sentinels name, confirmed by ROLE), authenticates and
  * selects the database. SL_CLI_OK, or SL_CLI_RUNTIME after a message
  * naming the redacted address. */
 int sl_cli_connect(sl_cli *cli);

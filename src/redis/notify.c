@@ -1,5 +1,8 @@
 /* notify.c - see notify.h. A second connection per worker, because a
- * connection that subscribes can do nothing else. */
+ * connection that subscribes can do nothing else. With Sentinel it
+ * subscribes on the primary the sentinels name, asked before each
+ * connect, and moves when they say it moved (+switch-master; Redis also
+ * disconnects the subscribers of a node a failover reconfigures). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +11,7 @@
 #include "redis/keys.h"
 #include "redis/notify.h"
 #include "redis/redis_link.h"
+#include "redis/sentinel_client.h"
 
 #define RECONNECT_MIN_MS 200
 #define RECONNECT_MAX_MS 10000
@@ -29,6 +33,8 @@ struct sl_notify {
     bool active;
     bool connected; /* the link came up */
     char channel_prefix[64]; /* "__keyspace@<db>__:" */
+    sl_sentinels *sentinels; /* Sentinel: who names the primary; else NULL */
+    sl_redis_target node;    /* Sentinel: the primary they named */
 };
 
 bool sl_notify_flags_cover_lists(const char *flags)
@@ -165,15 +171,49 @@ static void on_link_event(void *arg, bool up, const char *why)
     schedule_reconnect(n, was_active ? n->backoff_ms : RECHECK_MS);
 }
 
+static void open_link(sl_notify *n, const sl_redis_target *node)
+{
+    char err[256];
+    n->link = sl_redis_link_open(n->base, node, &link_timeouts, on_link_event, NULL, n, err,
+                                 sizeof err);
+    if (!n->link)
+        schedule_reconnect(n, RECONNECT_MAX_MS);
+}
+
+/* The sentinels answered (redis_conn logs why they did not; here the
+ * next try just waits). */
+static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *why)
+{
+    sl_notify *n = arg;
+    (void)why;
+    sl_redis_target_clear(&n->node); /* no link uses it now */
+    if (!primary || !sl_redis_target_node(n->target, primary->host, primary->port, &n->node)) {
+        schedule_reconnect(n, n->backoff_ms);
+        n->backoff_ms = n->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : n->backoff_ms * 2;
+        return;
+    }
+    open_link(n, &n->node);
+}
+
+/* The primary moved: subscribe on the new one. */
+static void on_switch(void *arg, const sl_sentinel_addr *to)
+{
+    sl_notify *n = arg;
+    (void)to;
+    if (n->link) {
+        n->backoff_ms = RECONNECT_MIN_MS;
+        sl_redis_link_close(n->link, "the primary moved (+switch-master)");
+    }
+}
+
 static void connect_now(evutil_socket_t fd, short kind, void *arg)
 {
     (void)fd;
     (void)kind;
     sl_notify *n = arg;
-    char err[256];
-    n->link = sl_redis_link_open(n->base, n->target, &link_timeouts, on_link_event, NULL, n, err,
-                                 sizeof err);
-    if (!n->link)
+    if (!n->sentinels)
+        open_link(n, n->target);
+    else if (!sl_sentinels_resolve(n->sentinels, on_primary, n))
         schedule_reconnect(n, RECONNECT_MAX_MS);
 }
 
@@ -193,8 +233,13 @@ sl_notify *sl_notify_new(struct event_base *base, const sl_redis_target *target,
     n->backoff_ms = RECONNECT_MIN_MS;
     snprintf(n->channel_prefix, sizeof n->channel_prefix, "__keyspace@%d__:", target->db);
     n->reconnect_timer = evtimer_new(base, connect_now, n);
-    if (!n->reconnect_timer) {
-        free(n);
+    if (target->mode == SL_REDIS_SENTINEL) {
+        n->sentinels = sl_sentinels_new(base, target, SL_SENTINEL_TIMEOUT_MS);
+        if (n->sentinels)
+            sl_sentinels_watch(n->sentinels, on_switch, n);
+    }
+    if (!n->reconnect_timer || (target->mode == SL_REDIS_SENTINEL && !n->sentinels)) {
+        sl_notify_free(n);
         return NULL;
     }
     schedule_reconnect(n, 0);
@@ -206,6 +251,9 @@ void sl_notify_free(sl_notify *n)
     if (!n)
         return;
     sl_redis_link_free(n->link);
-    event_free(n->reconnect_timer);
+    if (n->reconnect_timer)
+        event_free(n->reconnect_timer);
+    sl_sentinels_free(n->sentinels);
+    sl_redis_target_clear(&n->node);
     free(n);
 }

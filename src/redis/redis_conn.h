@@ -2,7 +2,9 @@
  * keeps itself usable: it reconnects with backoff, authenticates, selects
  * the database and loads the daemon's scripts after every connect, and
  * drops a connection whose replies stop coming. Plain TCP, a unix socket
- * or TLS (rediss://), by redis_link. */
+ * or TLS (rediss://), by redis_link; with Sentinel (redis-sentinel://),
+ * the primary the sentinels name, confirmed by ROLE and followed through
+ * failovers. */
 #ifndef SLUICE_REDIS_CONN_H
 #define SLUICE_REDIS_CONN_H
 
