@@ -245,7 +245,8 @@ void sl_notify_nodes_changed(sl_notify *n)
     size_t count = sl_redis_client_primary_count(n->client);
     subscriber **next = calloc(count ? count : 1, sizeof *next);
     if (!next) {
-        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory following the primaries: notifications stay as they were\"");
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory following the primaries: notifications "
+                             "stay as they were\"");
         return;
     }
     for (size_t i = 0; i < count; i++) {
