@@ -217,7 +217,7 @@ static int split_command(const char *cmd, size_t len, const char ***argv, size_t
     return -1;
 }
 
-/* Sends argv about key, or (key_free) to primary `primary`, its reply
+/* Sends argv about key, or (to_primary) to primary `primary`, its reply
  * kept in order for next_reply. False with cli->error set. */
 static bool send_argv(sl_cli *cli, const char *key, bool to_primary, size_t primary, int argc,
                       const char **argv, const size_t *lens)
