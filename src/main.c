@@ -293,6 +293,12 @@ int main(int argc, char **argv)
         return cmd_run(sub_argc, sub_argv);
     if (strcmp(command, "check-config") == 0)
         return cmd_check_config(sub_argc, sub_argv);
+    if (strcmp(command, "push") == 0 || strcmp(command, "stats") == 0 ||
+        strcmp(command, "dlq") == 0 || strcmp(command, "tenant") == 0)
+        /* These say what failed in their own words (the Redis client's
+         * error); its log lines, written for the daemon, would repeat it,
+         * or speak of reconnecting where the command gives up. */
+        sl_log_setup(SL_LOG_OFF, false, false);
     if (strcmp(command, "push") == 0)
         return sl_cli_push(sub_argc, sub_argv);
     if (strcmp(command, "stats") == 0)

@@ -1146,12 +1146,24 @@ Test(redis_url, cluster_and_sentinel_seed_lists)
                                     &again, err, sizeof err));
     cr_assert(sl_redis_target_same(&t, &again));
     sl_redis_target_clear(&again);
+    cr_assert(sl_redis_target_copy(&t, &again));
+    cr_assert(sl_redis_target_same(&t, &again), "a copy is the same target");
+    cr_assert_neq(again.seeds, t.seeds, "with seeds of its own");
+    cr_assert_str_eq(again.password, SECRET);
+    sl_redis_target_clear(&again);
     cr_assert(sl_redis_target_parse("redis-sentinel://:" SECRET "@s1,s2:26380,s4/mymaster/3",
                                     &again, err, sizeof err));
     cr_assert_not(sl_redis_target_same(&t, &again), "another sentinel is another target");
     sl_redis_target_clear(&again);
     sl_redis_target_clear(&t);
     cr_assert_null(t.seeds);
+
+    cr_assert(sl_redis_target_parse("unix://:" SECRET "@/tmp/r.sock?db=2", &t, err, sizeof err));
+    cr_assert(sl_redis_target_copy(&t, &again));
+    cr_assert(sl_redis_target_same(&t, &again), "a unix socket's copy too");
+    cr_assert_str_eq(again.unix_path, "/tmp/r.sock");
+    sl_redis_target_clear(&again);
+    sl_redis_target_clear(&t);
 }
 
 Test(redis_url, in_the_config_with_secrets)

@@ -5,14 +5,11 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis/sentinel.h"
-#include "redis/sentinel_client.h"
-
-#define CLI_TIMEOUT_S 5
 #define PREFIX_MAX 64
 
 enum { OPT_REDIS = 0x100, OPT_PREFIX, OPT_JSON, OPT_LIMIT, OPT_COUNT, OPT_BY, OPT_FOR };
@@ -129,7 +126,7 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
             fprintf(stderr, "sluice %s: --redis: %s\n", command, err);
             return SL_CLI_USAGE;
         }
-        if (cli->own_target.mode == SL_REDIS_CLUSTER) { /* until the CLI routes them */
+        if (cli->own_target.mode == SL_REDIS_CLUSTER) { /* until the client routes it */
             fprintf(stderr, "sluice %s: --redis: Redis Cluster URLs are not available yet\n",
                     command);
             return SL_CLI_USAGE;
@@ -147,66 +144,118 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
     return SL_CLI_OK;
 }
 
-/* ---- the connection: a redis_link on a private loop ------------------- */
+/* ---- the connection: a redis_client on a private loop ----------------- */
 
-static const sl_redis_link_timeouts cli_timeouts = {
-    .connect_ms = CLI_TIMEOUT_S * 1000,
-    .handshake_ms = CLI_TIMEOUT_S * 1000,
-    .reply_ms = CLI_TIMEOUT_S * 1000,
-};
+/* One command sent, and its reply once it came (NULL: lost). */
+typedef struct sl_cli_pending {
+    bool came;
+    redisReply *reply;
+} cli_pending;
 
-static void on_link_event(void *arg, bool up, const char *why)
+static void on_ready(void *arg, bool ready)
 {
-    sl_cli *cli = arg;
-    if (up)
-        return;
-    snprintf(cli->error, sizeof cli->error, "%s", why);
-    sl_redis_link_free(cli->link); /* allowed here: the link is done */
-    cli->link = NULL;
+    (void)arg; /* sl_cli_connect and next_reply look at the client itself */
+    (void)ready;
 }
 
-/* Every reply, kept in order until sl_cli_reply takes it. */
-static void collect(redisReply *reply, void *arg)
+/* A reply, owned (keep_replies), kept until next_reply takes it. */
+static void on_reply(redisReply *reply, void *arg)
 {
-    sl_cli *cli = arg;
-    cli->awaited--;
-    if (cli->replies_count == cli->replies_cap) {
-        size_t cap = cli->replies_cap ? cli->replies_cap * 2 : 16;
-        redisReply **grown = malloc(cap * sizeof *grown);
-        if (!grown) {
-            /* Lose this one; its reader then reports a lost reply. */
-            freeReplyObject(reply);
-            reply = NULL;
-            snprintf(cli->error, sizeof cli->error, "out of memory");
-            if (cli->replies_cap == 0)
-                return;
-        } else {
-            for (size_t i = 0; i < cli->replies_count; i++)
-                grown[i] = cli->replies[(cli->replies_head + i) % cli->replies_cap];
-            free(cli->replies);
-            cli->replies = grown;
-            cli->replies_cap = cap;
-            cli->replies_head = 0;
-        }
-    }
-    if (cli->replies_count < cli->replies_cap) {
-        cli->replies[(cli->replies_head + cli->replies_count) % cli->replies_cap] = reply;
-        cli->replies_count++;
-    }
+    cli_pending *p = arg;
+    p->came = true;
+    p->reply = reply;
 }
 
-/* Queues cmd[0..len), whose reply collect keeps. */
-static bool send_formatted(sl_cli *cli, const char *cmd, size_t len)
+/* Keeps p as the newest command; false if out of memory. */
+static bool pending_push(sl_cli *cli, cli_pending *p)
 {
-    if (!cli->link ||
-        !sl_redis_link_send_formatted(cli->link, cmd, len, collect, cli, SL_LINK_KEEP_REPLY)) {
-        if (!cli->error[0])
-            snprintf(cli->error, sizeof cli->error, "%s",
-                     cli->link ? "out of memory" : "connection lost");
+    if (cli->pending_count == cli->pending_cap) {
+        size_t cap = cli->pending_cap ? cli->pending_cap * 2 : 16;
+        cli_pending **grown = malloc(cap * sizeof *grown);
+        if (!grown)
+            return false;
+        for (size_t i = 0; i < cli->pending_count; i++)
+            grown[i] = cli->pending[(cli->pending_head + i) % cli->pending_cap];
+        free(cli->pending);
+        cli->pending = grown;
+        cli->pending_cap = cap;
+        cli->pending_head = 0;
+    }
+    cli->pending[(cli->pending_head + cli->pending_count) % cli->pending_cap] = p;
+    cli->pending_count++;
+    return true;
+}
+
+/* The arguments of a command hiredis formatted ("*N\r\n" then N times
+ * "$LEN\r\n" LEN bytes "\r\n"), pointing into cmd: the client takes
+ * argv, and the formatter keeps %b binary-safe. argv and lens are
+ * malloc'd (caller frees); -1 if out of memory or not that shape. */
+static int split_command(const char *cmd, size_t len, const char ***argv, size_t **lens)
+{
+    const char *p = cmd, *end = cmd + len;
+    char *after;
+    if (len < 4 || *p != '*')
+        return -1;
+    long n = strtol(p + 1, &after, 10);
+    if (n < 1 || n > INT32_MAX || after + 2 > end || after[0] != '\r')
+        return -1;
+    p = after + 2;
+    *argv = malloc((size_t)n * sizeof **argv);
+    *lens = malloc((size_t)n * sizeof **lens);
+    for (long i = 0; *argv && *lens && i < n; i++) {
+        long long arg_len = p < end && *p == '$' ? strtoll(p + 1, &after, 10) : -1;
+        if (arg_len < 0 || after + 2 > end || end - (after + 2) < arg_len + 2)
+            break;
+        (*argv)[i] = after + 2;
+        (*lens)[i] = (size_t)arg_len;
+        p = after + 2 + arg_len + 2;
+        if (i + 1 == n)
+            return (int)n;
+    }
+    free(*argv);
+    free(*lens);
+    return -1;
+}
+
+/* Sends argv about key, or (to_primary) to primary `primary`, its reply
+ * kept in order for next_reply. False with cli->error set. */
+static bool send_argv(sl_cli *cli, const char *key, bool to_primary, size_t primary, int argc,
+                      const char **argv, const size_t *lens)
+{
+    cli_pending *p = calloc(1, sizeof *p);
+    if (!p || !pending_push(cli, p)) {
+        free(p);
+        snprintf(cli->error, sizeof cli->error, "out of memory");
         return false;
     }
-    cli->awaited++;
-    return true;
+    bool sent = cli->redis &&
+                (to_primary ? sl_redis_client_send_to(cli->redis, primary, argc, argv, lens,
+                                                      on_reply, p)
+                            : sl_redis_client_send(cli->redis, key, argc, argv, lens, on_reply, p));
+    if (!sent) {
+        cli->pending_count--; /* never sent: no callback will come */
+        free(p);
+        const char *why = cli->redis ? sl_redis_client_error(cli->redis) : "";
+        snprintf(cli->error, sizeof cli->error, "%s", why[0] ? why : "connection lost");
+    }
+    return sent;
+}
+
+/* The same for a command hiredis formatted. */
+static bool send_formatted(sl_cli *cli, const char *key, bool to_primary, size_t primary,
+                           const char *cmd, int len)
+{
+    const char **argv = NULL;
+    size_t *lens = NULL;
+    int argc = len < 0 ? -1 : split_command(cmd, (size_t)len, &argv, &lens);
+    if (argc < 0) {
+        snprintf(cli->error, sizeof cli->error, "out of memory");
+        return false;
+    }
+    bool sent = send_argv(cli, key, to_primary, primary, argc, argv, lens);
+    free(argv);
+    free(lens);
+    return sent;
 }
 
 static bool append_failed(const sl_cli *cli)
@@ -216,32 +265,34 @@ static bool append_failed(const sl_cli *cli)
     return false;
 }
 
-bool sl_cli_append(sl_cli *cli, const char *format, ...)
+bool sl_cli_append(sl_cli *cli, const char *key, const char *format, ...)
 {
     char *cmd = NULL;
     va_list ap;
     va_start(ap, format);
     int len = redisvFormatCommand(&cmd, format, ap);
     va_end(ap);
-    if (len < 0) {
-        snprintf(cli->error, sizeof cli->error, "out of memory");
-        return append_failed(cli);
-    }
-    bool sent = send_formatted(cli, cmd, (size_t)len);
-    redisFreeCommand(cmd);
+    bool sent = send_formatted(cli, key, false, 0, cmd, len);
+    if (len >= 0)
+        redisFreeCommand(cmd);
     return sent || append_failed(cli);
 }
 
-bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *lens)
+bool sl_cli_append_argv(sl_cli *cli, const char *key, int argc, const char **argv,
+                        const size_t *lens)
 {
-    char *cmd = NULL;
-    int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (len < 0) {
-        snprintf(cli->error, sizeof cli->error, "out of memory");
-        return append_failed(cli);
+    size_t *measured = NULL;
+    if (!lens) {
+        measured = malloc((size_t)argc * sizeof *measured);
+        if (!measured) {
+            snprintf(cli->error, sizeof cli->error, "out of memory");
+            return append_failed(cli);
+        }
+        for (int i = 0; i < argc; i++)
+            measured[i] = strlen(argv[i]);
     }
-    bool sent = send_formatted(cli, cmd, (size_t)len);
-    redisFreeCommand(cmd);
+    bool sent = send_argv(cli, key, false, 0, argc, argv, lens ? lens : measured);
+    free(measured);
     return sent || append_failed(cli);
 }
 
@@ -249,127 +300,64 @@ bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *
  * connection went first (cli->error says why). */
 static redisReply *next_reply(sl_cli *cli)
 {
-    while (cli->replies_count == 0 && cli->awaited > 0 && cli->link)
-        event_base_loop(cli->base, EVLOOP_ONCE);
-    if (cli->replies_count == 0) {
-        if (!cli->error[0])
-            snprintf(cli->error, sizeof cli->error, "connection lost");
+    if (cli->pending_count == 0) {
+        snprintf(cli->error, sizeof cli->error, "no command sent");
         return NULL;
     }
-    redisReply *reply = cli->replies[cli->replies_head];
-    cli->replies_head = (cli->replies_head + 1) % cli->replies_cap;
-    cli->replies_count--;
-    if (!reply && !cli->error[0])
+    cli_pending *p = cli->pending[cli->pending_head];
+    /* Bounded: a command sent gets its reply, or NULL when the link's
+     * reply deadline closes it; 1 means the loop has nothing left. */
+    while (!p->came && event_base_loop(cli->base, EVLOOP_ONCE) == 0)
+        continue;
+    if (!p->came) {
         snprintf(cli->error, sizeof cli->error, "connection lost");
+        return NULL;
+    }
+    cli->pending_head = (cli->pending_head + 1) % cli->pending_cap;
+    cli->pending_count--;
+    redisReply *reply = p->reply;
+    free(p);
+    if (!reply) {
+        const char *why = sl_redis_client_error(cli->redis);
+        snprintf(cli->error, sizeof cli->error, "%s", why[0] ? why : "connection lost");
+    }
     return reply;
 }
 
-redisReply *sl_cli_command(sl_cli *cli, const char *format, ...)
+redisReply *sl_cli_command(sl_cli *cli, const char *key, const char *format, ...)
 {
     char *cmd = NULL;
     va_list ap;
     va_start(ap, format);
     int len = redisvFormatCommand(&cmd, format, ap);
     va_end(ap);
-    if (len < 0) {
-        snprintf(cli->error, sizeof cli->error, "out of memory");
-        return NULL;
-    }
-    bool sent = send_formatted(cli, cmd, (size_t)len);
-    redisFreeCommand(cmd);
+    bool sent = send_formatted(cli, key, false, 0, cmd, len);
+    if (len >= 0)
+        redisFreeCommand(cmd);
+    return sent ? next_reply(cli) : NULL;
+}
+
+size_t sl_cli_primary_count(const sl_cli *cli)
+{
+    return cli->redis ? sl_redis_client_primary_count(cli->redis) : 0;
+}
+
+redisReply *sl_cli_command_to(sl_cli *cli, size_t primary, const char *format, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, format);
+    int len = redisvFormatCommand(&cmd, format, ap);
+    va_end(ap);
+    bool sent = send_formatted(cli, NULL, true, primary, cmd, len);
+    if (len >= 0)
+        redisFreeCommand(cmd);
     return sent ? next_reply(cli) : NULL;
 }
 
 const char *sl_cli_error(const sl_cli *cli)
 {
     return cli->error[0] ? cli->error : "connection lost";
-}
-
-/* Sends one setup command and checks for an error reply; the message
- * names the command only (its arguments may be secret). */
-static int setup_command(sl_cli *cli, const char *what, int argc, const char **argv)
-{
-    redisReply *reply = sl_cli_append_argv(cli, argc, argv, NULL) ? next_reply(cli) : NULL;
-    if (!reply) {
-        fprintf(stderr, "sluice %s: redis %s: %s failed: %s\n", cli->command, cli->address, what,
-                sl_cli_error(cli));
-        return SL_CLI_RUNTIME;
-    }
-    int code = SL_CLI_OK;
-    if (reply->type == REDIS_REPLY_ERROR) {
-        fprintf(stderr, "sluice %s: redis %s: %s failed: %s\n", cli->command, cli->address, what,
-                reply->str);
-        code = SL_CLI_RUNTIME;
-    }
-    freeReplyObject(reply);
-    return code;
-}
-
-/* The sentinels' answer, kept until the loop returns to find_primary. */
-typedef struct primary_search {
-    bool done;
-    bool found;
-    sl_sentinel_addr primary;
-    char why[1200];
-} primary_search;
-
-static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *why)
-{
-    primary_search *search = arg;
-    search->done = true;
-    search->found = primary != NULL;
-    if (primary)
-        search->primary = *primary;
-    snprintf(search->why, sizeof search->why, "%s", why ? why : "");
-}
-
-/* Sentinel: asks the sentinels for the primary (as the daemon does,
- * sentinel_client.h) and makes cli->node its target. */
-static int find_primary(sl_cli *cli)
-{
-    sl_sentinels *sentinels = sl_sentinels_new(cli->base, cli->target, SL_SENTINEL_TIMEOUT_MS);
-    primary_search search = {0};
-    if (!sentinels || !sl_sentinels_resolve(sentinels, on_primary, &search)) {
-        sl_sentinels_free(sentinels);
-        fprintf(stderr, "sluice %s: cannot ask the sentinels at %s: out of memory\n",
-                cli->command, cli->address);
-        return SL_CLI_RUNTIME;
-    }
-    while (!search.done) /* bounded: each sentinel has its deadlines */
-        event_base_loop(cli->base, EVLOOP_ONCE);
-    sl_sentinels_free(sentinels);
-    if (!search.found) {
-        fprintf(stderr, "sluice %s: cannot find the Redis primary at %s: %s\n", cli->command,
-                cli->address, search.why);
-        return SL_CLI_RUNTIME;
-    }
-    if (!sl_redis_target_node(cli->target, search.primary.host, search.primary.port, &cli->node)) {
-        fprintf(stderr, "sluice %s: out of memory\n", cli->command);
-        return SL_CLI_RUNTIME;
-    }
-    return SL_CLI_OK;
-}
-
-/* Sentinel: the node named must say it is the primary (the sentinels'
- * view may be stale during a failover). */
-static int confirm_primary(sl_cli *cli)
-{
-    redisReply *reply = sl_cli_command(cli, "ROLE");
-    char err[160], name[SL_HOST_MAX + 16];
-    sl_sentinel_addr_format(cli->node.host, cli->node.port, name, sizeof name);
-    sl_sentinel_role role = reply ? sl_sentinel_parse_role(reply, err, sizeof err) : SL_ROLE_BAD;
-    if (!reply)
-        snprintf(err, sizeof err, "%s", sl_cli_error(cli));
-    freeReplyObject(reply);
-    if (role == SL_ROLE_MASTER)
-        return SL_CLI_OK;
-    if (role == SL_ROLE_BAD)
-        fprintf(stderr, "sluice %s: redis %s: %s: ROLE failed: %s\n", cli->command, cli->address,
-                name, err);
-    else
-        fprintf(stderr, "sluice %s: redis %s: %s is a %s, not the primary\n", cli->command,
-                cli->address, name, role == SL_ROLE_REPLICA ? "replica" : "sentinel");
-    return SL_CLI_RUNTIME;
 }
 
 int sl_cli_connect(sl_cli *cli)
@@ -382,66 +370,47 @@ int sl_cli_connect(sl_cli *cli)
         fprintf(stderr, "sluice %s: warning: redis_tls.verify is false: the server's "
                         "certificate is not checked\n", cli->command);
     cli->base = event_base_new();
-    if (!cli->base) {
+    cli->redis = cli->base ? sl_redis_client_new(cli->base, t, NULL, on_ready, NULL, cli) : NULL;
+    if (!cli->redis) {
         fprintf(stderr, "sluice %s: cannot connect to Redis at %s: out of memory\n",
                 cli->command, cli->address);
         return SL_CLI_RUNTIME;
     }
-    if (t->mode == SL_REDIS_SENTINEL) {
-        int code = find_primary(cli);
-        if (code != SL_CLI_OK)
-            return code;
-    }
-    const sl_redis_target *node = t->mode == SL_REDIS_SENTINEL ? &cli->node : t;
-    cli->link = sl_redis_link_open(cli->base, node, &cli_timeouts, on_link_event, NULL, cli,
-                                   cli->error, sizeof cli->error);
-    while (cli->link && !sl_redis_link_up(cli->link))
-        event_base_loop(cli->base, EVLOOP_ONCE);
-    if (!cli->link) {
+    /* No scripts: the CLI sends its own (EVAL), and a user allowed only
+     * LPUSH can push. */
+    const sl_redis_conn_options options = {.no_scripts = true, .keep_replies = true};
+    sl_redis_client_set_options(cli->redis, &options);
+    /* One attempt, bounded by the connect, handshake and reply deadlines:
+     * the first failure is the answer (the client would retry for ever). */
+    const char *why = sl_redis_client_error(cli->redis);
+    while (!sl_redis_client_ready(cli->redis) && !why[0] &&
+           event_base_loop(cli->base, EVLOOP_ONCE) == 0)
+        why = sl_redis_client_error(cli->redis);
+    if (!sl_redis_client_ready(cli->redis)) {
         fprintf(stderr, "sluice %s: cannot connect to Redis at %s: %s\n", cli->command,
-                cli->address, sl_cli_error(cli));
+                cli->address, why[0] ? why : "connection lost");
         return SL_CLI_RUNTIME;
     }
-    if (t->password) {
-        const char *argv[3] = {"AUTH", t->password, NULL};
-        int argc = 2;
-        if (t->username) {
-            argv[1] = t->username;
-            argv[2] = t->password;
-            argc = 3;
-        }
-        int code = setup_command(cli, "AUTH", argc, argv);
-        if (code != SL_CLI_OK)
-            return code;
-    }
-    if (t->db != 0) {
-        char db[16];
-        snprintf(db, sizeof db, "%d", t->db);
-        const char *argv[] = {"SELECT", db};
-        int code = setup_command(cli, "SELECT", 2, argv);
-        if (code != SL_CLI_OK)
-            return code;
-    }
-    return t->mode == SL_REDIS_SENTINEL ? confirm_primary(cli) : SL_CLI_OK;
+    return SL_CLI_OK;
 }
 
 void sl_cli_close(sl_cli *cli)
 {
-    sl_redis_link_free(cli->link); /* pending replies are collected as NULL */
-    while (cli->replies_count > 0) {
-        redisReply *reply = cli->replies[cli->replies_head];
-        if (reply)
-            freeReplyObject(reply);
-        cli->replies_head = (cli->replies_head + 1) % cli->replies_cap;
-        cli->replies_count--;
+    sl_redis_client_free(cli->redis); /* pending commands get their NULL reply */
+    while (cli->pending_count > 0) {
+        cli_pending *p = cli->pending[cli->pending_head];
+        if (p->reply)
+            freeReplyObject(p->reply);
+        free(p);
+        cli->pending_head = (cli->pending_head + 1) % cli->pending_cap;
+        cli->pending_count--;
     }
-    free(cli->replies);
+    free(cli->pending);
     if (cli->base)
         event_base_free(cli->base);
     free(cli->address);
     sl_config_free(cli->config);
     sl_redis_target_clear(&cli->own_target);
-    sl_redis_target_clear(&cli->node);
     memset(cli, 0, sizeof *cli);
 }
 

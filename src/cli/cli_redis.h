@@ -1,8 +1,10 @@
 /* cli_redis.h - what the Redis subcommands share: the -c/--redis/--prefix
- * options, loading the config, one blocking connection with a 5 s timeout
- * (the daemon's redis_link, TCP, unix socket or TLS, run on a private
- * event loop until each reply is in), and error messages that name the
- * address but never the password. */
+ * options, loading the config, blocking commands with a 5 s timeout (the
+ * daemon's redis_client, whatever the shape of the Redis, run on a
+ * private event loop until each reply is in), and error messages that
+ * name the address but never the password. Each command names the key it
+ * is about, so that it goes where that key lives; the commands of one
+ * MULTI name the same key. */
 #ifndef SLUICE_CLI_REDIS_H
 #define SLUICE_CLI_REDIS_H
 
@@ -15,7 +17,7 @@
 
 #include "config/config.h"
 #include "config/redis_url.h"
-#include "redis/redis_link.h"
+#include "redis/redis_client.h"
 
 enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
 
@@ -31,8 +33,7 @@ enum {
 /* Help text lines describing the shared options. */
 #define SL_CLI_COMMON_HELP                                                         \
     "  -c, --config FILE   take Redis, prefix and tenant rules from FILE\n"        \
-    "      --redis URL     or connect to URL (redis://, rediss://, unix:// or\n"   \
-    "                      redis-sentinel://);\n"                                \
+    "      --redis URL     or connect to URL (redis://, rediss:// or unix://);\n"  \
     "                      the prefix is then \"sluice\"\n"                        \
     "      --prefix P      use key prefix P instead\n"                             \
     "  -h, --help          print this help\n"
@@ -65,15 +66,16 @@ typedef struct sl_cli {
     sl_config *config;    /* with -c; NULL with --redis */
     sl_redis_target own_target; /* the parsed --redis URL */
     const sl_redis_target *target; /* config's or own_target */
-    sl_redis_target node; /* Sentinel: the primary the sentinels named */
     char *address;        /* the URL with the password replaced by "***" */
     char prefix[72];
     struct event_base *base; /* NULL until sl_cli_connect */
-    sl_redis_link *link;  /* NULL until connected, and once lost */
-    redisReply **replies; /* come, not yet taken; NULL = lost before it came */
-    size_t replies_head, replies_count, replies_cap;
-    size_t awaited;       /* commands sent whose reply has not come */
-    char error[256];      /* why the connection went, "" while it lasts */
+    sl_redis_client *redis;  /* NULL until sl_cli_connect */
+    /* The commands sent, oldest first, each with its reply once it came
+     * (replies from several nodes come in any order; they are read in the
+     * order the commands went). */
+    struct sl_cli_pending **pending;
+    size_t pending_head, pending_count, pending_cap;
+    char error[256];      /* why the last command failed, "" before */
 } sl_cli;
 
 /* Loads the config or parses the URL (exactly one of them must be given)
@@ -81,25 +83,32 @@ typedef struct sl_cli {
  * SL_CLI_OK or SL_CLI_USAGE; *cli is always safe to sl_cli_close. */
 int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts);
 
-/* Connects (5 s timeout for connect and every reply; Sentinel: to the
- * primary the sentinels name, confirmed by ROLE), authenticates and
- * selects the database. SL_CLI_OK, or SL_CLI_RUNTIME after a message
- * naming the redacted address. */
+/* Connects (5 s timeout for connect and every reply), authenticates and
+ * selects the database; one attempt. SL_CLI_OK, or SL_CLI_RUNTIME after a
+ * message naming the redacted address. */
 int sl_cli_connect(sl_cli *cli);
 
 /* Disconnects and frees; safe on a zeroed or failed sl_cli. */
 void sl_cli_close(sl_cli *cli);
 
-/* Queues a command (printf-like, as hiredis's redisCommand) or one given
- * as argv/lens; its reply is read with sl_cli_reply, in order. False
- * after printing why (out of memory, connection lost). */
-bool sl_cli_append(sl_cli *cli, const char *format, ...);
-bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *lens);
+/* Queues a command about key (NULL: about none, e.g. TIME), printf-like
+ * as hiredis's redisCommand, or given as argv/lens; its reply is read
+ * with sl_cli_reply, in order. False after printing why (out of memory,
+ * connection lost). */
+bool sl_cli_append(sl_cli *cli, const char *key, const char *format, ...);
+bool sl_cli_append_argv(sl_cli *cli, const char *key, int argc, const char **argv,
+                        const size_t *lens);
 
-/* Sends a command and waits for its reply, which is returned as it came
- * (an error reply too; caller frees). NULL if the connection failed:
- * sl_cli_error says why, nothing is printed. */
-redisReply *sl_cli_command(sl_cli *cli, const char *format, ...);
+/* Sends a command about key (NULL: none) and waits for its reply, which
+ * is returned as it came (an error reply too; caller frees). NULL if the
+ * connection failed: sl_cli_error says why, nothing is printed. */
+redisReply *sl_cli_command(sl_cli *cli, const char *key, const char *format, ...);
+
+/* How many primaries the Redis has (1 but for a Cluster): what each must
+ * answer (SCAN) goes to each with sl_cli_command_to. */
+size_t sl_cli_primary_count(const sl_cli *cli);
+/* sl_cli_command sent to primary i (< sl_cli_primary_count). */
+redisReply *sl_cli_command_to(sl_cli *cli, size_t primary, const char *format, ...);
 
 /* Why the last command got no reply ("no reply within 5000 ms", ...). */
 const char *sl_cli_error(const sl_cli *cli);

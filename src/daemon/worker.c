@@ -404,11 +404,13 @@ static void on_redis_ready(void *arg, bool ready)
 }
 
 /* The primaries changed (the first connect, a reconnect, a failover, a
- * new shard): the scan round starts over on the new set, now or when the
- * page out comes back. */
+ * new shard): the subscriptions follow them, and the scan round starts
+ * over on the new set, now or when the page out comes back. */
 static void on_redis_nodes(void *arg)
 {
     worker *w = arg;
+    if (w->notify) /* NULL once draining */
+        sl_notify_nodes_changed(w->notify);
     if (w->scanning)
         w->scan_stale = true;
     else
@@ -676,8 +678,9 @@ static bool worker_setup(worker *w)
     event_add(w->discover_timer, &every);
     w->env.redis = sl_redis_client_new(w->env.base, &w->env.config->redis, &w->redis_metrics,
                                        on_redis_ready, on_redis_nodes, w);
-    w->notify = sl_notify_new(w->env.base, &w->env.config->redis, w->env.config->prefix, on_push,
-                              on_notify_state, w);
+    if (w->env.redis)
+        w->notify = sl_notify_new(w->env.base, w->env.redis, w->env.config->prefix, on_push,
+                                  on_notify_state, w);
     return w->env.redis && w->notify;
 }
 

@@ -50,6 +50,8 @@ struct sl_redis_conn {
     setup_step auth_step, select_step;
     sl_sentinels *sentinels; /* Sentinel: who names the primary; else NULL */
     sl_redis_target node;    /* Sentinel: the primary they named (zeroed before) */
+    sl_redis_conn_options options;
+    char error[256]; /* sl_redis_conn_error */
 };
 
 bool sl_redis_is_noscript(const redisReply *reply)
@@ -99,9 +101,10 @@ static bool send_internal(sl_redis_conn *conn, int argc, const char **argv, cons
 bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const size_t *argvlen,
                         sl_redis_reply_fn fn, void *arg)
 {
-    if (!conn->ready)
+    if (!conn->ready || !conn->link || !conn->connected)
         return false;
-    return send_internal(conn, argc, argv, argvlen, fn, arg);
+    return sl_redis_link_send_argv(conn->link, argc, argv, argvlen, fn, arg,
+                                   conn->options.keep_replies ? SL_LINK_KEEP_REPLY : 0);
 }
 
 /* A setup step that failed (AUTH refused, SELECT out of range, a server
@@ -113,6 +116,16 @@ static void drop_connection(sl_redis_conn *conn, const char *why)
 {
     if (conn->link)
         sl_redis_link_close(conn->link, why);
+}
+
+/* The same for a step the server refused: why is "<step> failed: <its
+ * error>", the words sl_redis_conn_error gives the CLI. */
+static void drop_refused(sl_redis_conn *conn, const char *step, const redisReply *reply)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s failed: %s", step,
+             reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
+    drop_connection(conn, why);
 }
 typedef struct script_load {
     sl_redis_conn *conn;
@@ -135,7 +148,7 @@ static void on_script_loaded(redisReply *reply, void *arg)
         } else if (reply) {
             SL_LOG(SL_LOG_ERROR, "msg=\"SCRIPT LOAD failed, reconnecting\" script=%s error=\"%s\"",
                    daemon_scripts[load->index], reply->type == REDIS_REPLY_ERROR ? reply->str : "?");
-            drop_connection(conn, "SCRIPT LOAD failed");
+            drop_refused(conn, "SCRIPT LOAD", reply);
         }
     }
     free(load);
@@ -170,8 +183,35 @@ static void on_setup_reply(redisReply *reply, void *arg)
     if (reply && reply->type == REDIS_REPLY_ERROR) {
         SL_LOG(SL_LOG_ERROR, "msg=\"redis %s failed, reconnecting\" error=\"%s\"", step->what,
                reply->str);
-        drop_connection(step->conn, "setup failed");
+        drop_refused(step->conn, step->what, reply);
     }
+}
+
+/* Without scripts to load, the reply to this PING, which comes after
+ * those of AUTH and SELECT, says the setup is over. */
+static void on_setup_done(redisReply *reply, void *arg)
+{
+    sl_redis_conn *conn = arg;
+    if (reply && reply->type != REDIS_REPLY_ERROR && sl_redis_link_up(conn->link)) {
+        /* (not up: a setup step failed and closes it) */
+        conn->backoff_ms = RECONNECT_MIN_MS;
+        set_ready(conn, true);
+    } else if (reply && reply->type == REDIS_REPLY_ERROR) {
+        drop_refused(conn, "PING", reply);
+    }
+}
+
+/* The last step of a setup: the daemon's scripts, or (the CLI, without
+ * them) a PING whose reply says AUTH and SELECT went through. */
+static void finish_setup(sl_redis_conn *conn)
+{
+    if (!conn->options.no_scripts) {
+        sl_redis_conn_reload_scripts(conn);
+        return;
+    }
+    const char *argv[] = {"PING"};
+    if (!send_internal(conn, 1, argv, NULL, on_setup_done, conn))
+        drop_connection(conn, "cannot send PING");
 }
 
 /* The node the sentinels named, as messages show it. */
@@ -189,7 +229,7 @@ static void on_role(redisReply *reply, void *arg)
     node_name(conn, name, sizeof name);
     sl_sentinel_role role = sl_sentinel_parse_role(reply, err, sizeof err);
     if (role == SL_ROLE_MASTER) {
-        sl_redis_conn_reload_scripts(conn);
+        finish_setup(conn);
         return;
     }
     if (role == SL_ROLE_REPLICA)
@@ -228,7 +268,7 @@ static void on_connected(sl_redis_conn *conn)
             drop_connection(conn, "cannot send ROLE");
         return;
     }
-    sl_redis_conn_reload_scripts(conn);
+    finish_setup(conn);
 }
 
 /* The link is up, or gone (its pending callbacks have had NULL). A link
@@ -252,7 +292,8 @@ static void on_link_event(void *arg, bool up, const char *why)
         SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", why,
                conn->backoff_ms);
     }
-    sl_redis_link_free(conn->link); /* after the log: why is the link's */
+    snprintf(conn->error, sizeof conn->error, "%s", why);
+    sl_redis_link_free(conn->link); /* after the log and the copy: why is the link's */
     conn->link = NULL;
     set_ready(conn, false);
     schedule_reconnect(conn);
@@ -266,6 +307,7 @@ static void open_link(sl_redis_conn *conn, const sl_redis_target *node)
     if (!conn->link) {
         SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", err,
                conn->backoff_ms);
+        snprintf(conn->error, sizeof conn->error, "%s", err);
         sl_counter_add(&conn->metrics->errors, 1);
         schedule_reconnect(conn);
     }
@@ -279,6 +321,7 @@ static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *w
     if (!primary) {
         SL_LOG(SL_LOG_WARNING, "msg=\"redis primary unknown\" error=\"%s\" retry_ms=%ld", why,
                conn->backoff_ms);
+        snprintf(conn->error, sizeof conn->error, "cannot find the primary: %s", why);
         sl_counter_add(&conn->metrics->errors, 1);
         schedule_reconnect(conn);
         return;
@@ -289,6 +332,7 @@ static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *w
     if (!sl_redis_target_node(conn->target, primary->host, primary->port, &conn->node)) {
         SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"out of memory\" retry_ms=%ld",
                conn->backoff_ms);
+        snprintf(conn->error, sizeof conn->error, "out of memory");
         schedule_reconnect(conn);
         return;
     }
@@ -310,6 +354,7 @@ static void connect_now(evutil_socket_t fd, short kind, void *arg)
     }
     if (!sl_sentinels_resolve(conn->sentinels, on_primary, conn)) {
         /* One under way cannot be, so memory ran out: the backoff retries. */
+        snprintf(conn->error, sizeof conn->error, "out of memory");
         sl_counter_add(&conn->metrics->errors, 1);
         schedule_reconnect(conn);
     }
@@ -374,6 +419,11 @@ sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target 
     return conn;
 }
 
+void sl_redis_conn_set_options(sl_redis_conn *conn, const sl_redis_conn_options *options)
+{
+    conn->options = *options;
+}
+
 void sl_redis_conn_free(sl_redis_conn *conn)
 {
     if (!conn)
@@ -397,8 +447,14 @@ const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name)
         return NULL;
     for (size_t i = 0; i < SCRIPT_COUNT; i++)
         if (strcmp(daemon_scripts[i], name) == 0)
-            return conn->sha[i];
+            return conn->sha[i][0] ? conn->sha[i] : NULL; /* "": never loaded (no_scripts) */
     return NULL;
+}
+
+
+const char *sl_redis_conn_error(const sl_redis_conn *conn)
+{
+    return conn->error;
 }
 
 const sl_redis_target *sl_redis_conn_node(const sl_redis_conn *conn)
