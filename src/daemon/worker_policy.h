@@ -2,7 +2,8 @@
  * tenants': when a drain is over (or given up), which ticks of the
  * discovery timer scan Redis for new tenants, when a discovered tenant is
  * forgotten and how many may be, and which configurations it still uses.
- * Pure: times are passed in (microseconds, this host's CLOCK_REALTIME). */
+ * Pure: times are passed in (microseconds: the drain on this host's
+ * monotonic clock, the rest on its CLOCK_REALTIME). */
 #ifndef SLUICE_WORKER_POLICY_H
 #define SLUICE_WORKER_POLICY_H
 
