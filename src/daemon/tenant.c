@@ -339,15 +339,23 @@ static void count_outcome(tenant *t, const sl_http_result *result, bool paused)
         o->timeouts++;
 }
 
-/* Fleet-wide: no slot of this tenant for delay_ms; the jobs already given
- * slots inside the pause go back to be claimed again after it. The caller
- * adds its own job's op, then acks (at once: the rest of the fleet must
- * hear of the pause). */
+/* Fleet-wide: no slot of this tenant for delay_ms. The jobs waiting for
+ * slots inside the pause go back to be claimed again after it; those
+ * whose slots lie past it keep them (released, their slots would be lost:
+ * the schedule runs on from the last slot claimed, and each pause cost a
+ * whole lookahead, 24/s at an endpoint allowing 40/s with a 25 ms
+ * X-RateLimit-Reset). With none left, the tenant claims when the pause
+ * ends rather than when the timer armed for the released jobs fires. The
+ * caller adds its own job's op, then acks (at once: the rest of the fleet
+ * must hear of the pause). */
 static void pause_tenant(tenant *t, int64_t delay_ms)
 {
     sl_ack_pause(&t->acks.filling, delay_ms * 1000);
-    while (t->head)
+    int64_t end_us = sl_realtime_us() + delay_ms * 1000;
+    while (t->head && t->head->send_at_us < end_us) /* in slot order */
         release_job(t, pop_waiting(t));
+    if (!t->head)
+        arm(t->claim_timer, delay_ms * 1000);
 }
 
 static void on_delivered(void *arg, const sl_http_result *result)
