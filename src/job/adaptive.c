@@ -12,6 +12,11 @@ int64_t sl_adaptive_start_rate(const sl_adaptive_params *p, int64_t file_rate_mi
     return clamp(file_rate_milli, p->min_milli, p->max_milli);
 }
 
+bool sl_adaptive_echo(int64_t sent_rate_milli, int64_t rate_now_milli)
+{
+    return rate_now_milli > 0 && sent_rate_milli > rate_now_milli;
+}
+
 /* Refusals of batch b: what tells the controller it is too fast. */
 static int64_t refusals(const sl_adaptive_params *p, const sl_adaptive_batch *b)
 {
