@@ -327,8 +327,8 @@ static void describe_failure(const sl_http_result *result, char *out, size_t siz
 
 /* What an adaptive tenant's controller learns from one request, which
  * left at sent_rate_milli. paused: its rate-limit headers said nothing
- * remains, which counts as a refusal: the rate steps down before the
- * endpoint has to refuse. */
+ * remains for longer than the tenant's interval, which counts as a
+ * refusal: the rate steps down before the endpoint has to refuse. */
 static void count_outcome(tenant *t, const sl_http_result *result, bool paused,
                           int64_t sent_rate_milli)
 {
@@ -391,7 +391,9 @@ static void on_delivered(void *arg, const sl_http_result *result)
                        sl_ratelimit_pause(result->ratelimit, sl_realtime_us() / 1000,
                                           &limit_pause_ms) &&
                        limit_pause_ms > 0;
-    count_outcome(t, result, limit_pause, j->rate_milli);
+    count_outcome(t, result,
+                  limit_pause && sl_adaptive_pause_slows(limit_pause_ms * 1000, j->rate_milli),
+                  j->rate_milli);
     if (limit_pause)
         pause_tenant(t, limit_pause_ms);
     switch (outcome.kind) {
