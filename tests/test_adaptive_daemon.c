@@ -64,8 +64,9 @@ static size_t wait_ok(size_t want, int timeout_ms, sink_request **out, size_t *o
  * limit (40/s) that announces itself in X-RateLimit-Remaining/Reset: the
  * tenant pauses each time nothing remains, so the endpoint (nearly)
  * never refuses, and delivers close to the limit: a pause hands back only
- * the jobs whose slots fall inside it (with "adaptive" the pauses also
- * lower the rate, see tenant.c's count_outcome, and become rare). */
+ * the jobs whose slots fall inside it (with "adaptive" a pause longer
+ * than the tenant's interval also lowers the rate, see tenant.c's
+ * count_outcome, and they become rare). */
 Test(adaptive_daemon, rate_limit_headers_keep_429s_near_zero)
 {
     const int jobs = 200;
@@ -101,7 +102,7 @@ Test(adaptive_daemon, rate_limit_headers_keep_429s_near_zero)
                 jobs, rate, refused, n, 100 * fraction);
     if (timing_counts()) {
         /* A request already on the wire when a response says "none
-         * left" can still be refused: a few per hundred, against ~15%
+         * left" can still be refused: a few per hundred, against ~40%
          * without the headers (the next test). */
         cr_assert_lt(fraction, 0.05, "%zu 429s of %zu requests", refused, n);
         /* Each pause waits for the next token and a round trip more: a
