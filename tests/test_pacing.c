@@ -686,7 +686,12 @@ Test(pacing, in_a_fleet_a_late_process_waits_while_the_others_slots_pass)
     sl_pace_due left = owed(1000000, 17, 16);
     left.next_us = 1001000 - SL_SEND_EARLY_US;
     cr_assert_eq(sl_pace_allows_at(&p, &r, left), left.next_us, "held until its next slot comes");
-    left.next_us = INT64_MAX; /* it has no more slots */
+    /* with no slot of its own to come, it paces as if alone: the fleet's
+     * backlog may be over */
+    left.next_us = INT64_MAX;
+    cr_assert_leq(sl_pace_allows_at(&p, &r, left), 1001000);
+    /* held by its level, it may go once that is W ago (W/8 to spare) */
+    left.next_us = 1200000;
     int64_t at = sl_pace_allows_at(&p, &r, left);
     cr_assert_geq(at, 1100000, "held until %lld us", (long long)at);
     cr_assert_leq(at, 1100000 + r.window_us / 8 + 1, "held until %lld us", (long long)at);
@@ -722,13 +727,14 @@ Test(pacing, in_a_fleet_at_100_per_s_a_late_process_keeps_its_debt)
     sl_pace_note(&p, &r, 1210000, owed(1240000, 4, 3)); /* a 30 ms stall */
     sl_pace_due left = owed(1240000, 3, 3);
     left.next_us = 1250000;
-    cr_assert_eq(sl_pace_allows_at(&p, &r, left), 1250000);
+    cr_assert_eq(sl_pace_allows_at(&p, &r, left), 1250000, "held until its slot comes");
     /* its slot at 1,250 ms came */
     cr_assert_leq(sl_pace_allows_at(&p, &r, owed(1250000, 4, 3)), 1250000);
     sl_pace_free(&p);
     /* on time, a job whose timer came up to 9.95 ms late is not held */
     in_a_fleet(&p, &r);
     sl_pace_due timer = owed(960000 + 9900, 1, 0);
+    timer.next_us = 1000000;
     cr_assert_leq(sl_pace_allows_at(&p, &r, timer), timer.now_us);
     sl_pace_free(&p);
 }
