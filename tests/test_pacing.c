@@ -472,9 +472,10 @@ static int64_t member_schedule_slot(const sim_fleet *f, const sim_member *m, siz
     return fleet_slot(f, f->counted ? m->own[j] : j);
 }
 
-/* m's jobs whose slot has come at now, as tenant.c's count_due counts them. */
+/* m's jobs whose slot has come at now, as tenant.c's count_due counts them
+ * (*backlog_left: the schedule's next slot to claim). */
 static sl_pace_due member_due(const sim_fleet *f, const sl_pace_rules *r, sim_member *m,
-                              int64_t now)
+                              int64_t now, const size_t *backlog_left)
 {
     if (m->due_end < m->sent)
         m->due_end = m->sent;
@@ -490,7 +491,8 @@ static sl_pace_due member_due(const sim_fleet *f, const sl_pace_rules *r, sim_me
     return (sl_pace_due){.now_us = now,
                          .count = (int64_t)(m->due_end - m->sent),
                          .stale = (int64_t)(m->stale_end - m->sent),
-                         .next_us = next};
+                         .next_us = next,
+                         .backlog = *backlog_left < f->n};
 }
 
 /* m claims at now what departs before now + lookahead from the schedule's
@@ -551,14 +553,14 @@ static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
         }
         if (m->claim_at <= now)
             member_claim(f, &r, m, &next_free, now, lookahead);
-        sl_pace_due due = member_due(f, &r, m, now);
+        sl_pace_due due = member_due(f, &r, m, now, &next_free);
         while (m->sent < m->n &&
                sl_departure_allowed(fleet_slot(f, m->own[m->sent]), &m->pace, &r, due)) {
             sl_pace_note(&m->pace, &r, member_schedule_slot(f, m, m->sent), due);
             merged[departed++] = m->out[m->sent] = now;
             m->sent++;
             now += m->machine.send_us;
-            due = member_due(f, &r, m, now);
+            due = member_due(f, &r, m, now, &next_free);
         }
         m->wake = INT64_MAX;
         if (m->sent == m->n)
@@ -686,9 +688,13 @@ Test(pacing, in_a_fleet_a_late_process_waits_while_the_others_slots_pass)
     sl_pace_due left = owed(1000000, 17, 16);
     left.next_us = 1001000 - SL_SEND_EARLY_US;
     cr_assert_eq(sl_pace_allows_at(&p, &r, left), left.next_us, "held until its next slot comes");
-    /* with no slot of its own to come, it paces as if alone: the fleet's
-     * backlog may be over */
+    /* with no slot of its own claimed, it waits for its next claim (whose
+     * reply wakes it; W at most) while the queue has more; when not, the
+     * fleet's backlog is over: it paces as if alone */
     left.next_us = INT64_MAX;
+    left.backlog = true;
+    cr_assert_eq(sl_pace_allows_at(&p, &r, left), 1000000 + r.window_us);
+    left.backlog = false;
     cr_assert_leq(sl_pace_allows_at(&p, &r, left), 1001000);
     /* held by its level, it may go once that is W ago (W/8 to spare) */
     left.next_us = 1200000;

@@ -85,6 +85,7 @@ struct tenant {
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
+    bool backlog;         /* the last claim left jobs in the queue (pacing.h) */
     bool retired;         /* left the configuration: no more claims */
     bool wake_pending;    /* a push was notified while a claim was out */
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
@@ -496,7 +497,8 @@ static sl_pace_due count_due(tenant *t, int64_t now)
     return (sl_pace_due){.now_us = now,
                          .count = t->due.count,
                          .stale = t->stale.count < t->due.count ? t->stale.count : t->due.count,
-                         .next_us = next ? next->send_at_us - SL_SEND_EARLY_US : INT64_MAX};
+                         .next_us = next ? next->send_at_us - SL_SEND_EARLY_US : INT64_MAX,
+                         .backlog = t->backlog};
 }
 
 static bool head_may_leave(const tenant *t, sl_pace_due due)
@@ -666,6 +668,7 @@ static void on_claim_reply(redisReply *reply, void *arg)
     apply_settings(t, &result);
     if (result.job_count > 0 || result.dead_lettered > 0 || result.queue_len > 0 || result.next_us != 0)
         t->busy_us = received;
+    t->backlog = result.queue_len > 0 || result.next_us != 0;
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i], result.now_us);
     if (result.reaped)

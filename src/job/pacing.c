@@ -158,24 +158,25 @@ void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
 
 /* When the fleet's rule lets a job go with `due` waiting: once no level of
  * the debt in the last W is above due.count + the slack. The level now
- * falls only when a slot of its own comes (due.next_us). With none to
- * come, the process cannot tell whether the others have any (the fleet's
- * backlog may be over, and then nothing crowds): it paces as if alone, so
- * that the last jobs of a backlog do not wait out the rule. INT64_MIN: at
+ * falls only when a slot of its own comes (due.next_us; with none claimed
+ * yet, its next claim's reply wakes the tenant: W is only a bound). With
+ * none to come, the fleet's backlog is over and nothing crowds: it paces
+ * as if alone, and the last jobs do not wait out the rule. INT64_MIN: at
  * once. */
 static int64_t fleet_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
 {
     if (!p->marks || due.now_us >= p->fleet_until_us || due.count == 0 ||
-        due.next_us == INT64_MAX)
+        (due.next_us == INT64_MAX && !due.backlog))
         return INT64_MIN;
+    int64_t next_us = min64(due.next_us, due.now_us + p->window_us);
     int64_t most_level = due.count + r->fleet_slack;
     if (due.stale > most_level)
-        return due.next_us;
+        return next_us;
     int64_t at = INT64_MIN;
     for (size_t i = 0; i < SL_PACE_BUCKETS; i++)
         if (p->buckets[i].most_level > most_level)
             at = max64(at, (p->buckets[i].index + 1) * p->bucket_us + p->window_us);
-    return at == INT64_MIN ? at : min64(at, due.next_us);
+    return at == INT64_MIN ? at : min64(at, next_us);
 }
 
 int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
