@@ -60,7 +60,8 @@ static int64_t fleet_fresh_ns(int64_t interval_ns)
 /* The fleet's slack (pacing.h): the bound, less the most slots of the
  * schedule in a window W (half-open), less the most jobs owed at once
  * that do not count (by members on time, or for less than fleet_fresh_ns:
- * those of an ON_TIME_NS span of the grid), less 1 (the job leaving).
+ * those of an ON_TIME_NS span of the grid), less 1 (the job leaving); -1
+ * when there is no room.
  * Slots are rounded to the microsecond on the schedule, so where the
  * interval is not a whole number of them a span may hold one more. */
 static int64_t fleet_slack_for(int64_t rate_milli, int64_t interval_ns, int64_t window_us,
@@ -70,7 +71,10 @@ static int64_t fleet_slack_for(int64_t rate_milli, int64_t interval_ns, int64_t 
     int64_t rounding_ns = whole ? 0 : NS_PER_US;
     int64_t slots = ceil_div(window_us * NS_PER_US + rounding_ns, interval_ns);
     int64_t on_time = ON_TIME_NS <= interval_ns ? 1 : ceil_div(ON_TIME_NS + rounding_ns, interval_ns);
-    return most - slots - on_time - 1;
+    /* -1 at least: a late member may always keep its level, one job for
+     * each slot of its own that comes (a window of W, rounded up to the
+     * microsecond, may hold as many slots as the bound) */
+    return max64(most - slots - on_time - 1, -1);
 }
 
 sl_pace_rules sl_pace_rules_for(int64_t rate_milli)
