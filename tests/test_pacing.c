@@ -628,6 +628,15 @@ Test(pacing, a_gap_between_its_slots_puts_a_process_in_a_fleet)
     cr_assert_eq(sl_pace_allows_at(&p, &r, late), alone, "nothing owed above what it owes");
     late.now_us = p.fleet_until_us;
     cr_assert_eq(sl_pace_allows_at(&p, &r, late), alone, "alone again after 10 W");
+    /* the schedule ran dry and restarted at the claim's now: a lone
+     * process whose claims fell behind, or an idle one, not a fleet */
+    sl_pace lone = {0};
+    cr_assert(sl_pace_reset(&lone, &r));
+    sl_pace_note(&lone, &r, 1000000, owed(1000000, 1, 0));
+    sl_pace_claimed(&lone, &r, INT64_MIN, 1090000, 1090000, 1090000);
+    sl_pace_claimed(&lone, &r, 1090000, 1090000, 1091000, 1091000);
+    cr_assert_eq(lone.fleet_until_us, INT64_MIN);
+    sl_pace_free(&lone);
     /* the first claim of a process whose slots start later than now */
     sl_pace q = {0};
     cr_assert(sl_pace_reset(&q, &r));

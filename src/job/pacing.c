@@ -150,13 +150,16 @@ void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
     if (!p->marks)
         return;
     int64_t from = previous_us != INT64_MIN ? previous_us : p->started ? p->slot_us : claim_now_us;
-    /* more than half an interval past the next slot (they are rounded to
-     * the microsecond): a slot or more of others' between */
-    if (slot_us - from < ceil_div(3 * r->interval_ns, 2 * NS_PER_US))
+    /* More than half an interval past the next slot (they are rounded to
+     * the microsecond): a slot or more of others' between; and past the
+     * claim's now, or the schedule ran dry and restarted at now (an idle
+     * tenant, or claims that fell behind: not a fleet). */
+    int64_t gap_us = ceil_div(3 * r->interval_ns, 2 * NS_PER_US);
+    if (slot_us - from < gap_us || slot_us - claim_now_us < gap_us)
         return;
-    /* Others' slots, or the schedule restarting after an idle spell, or a
-     * job handed back: then a lone process keeps the fleet's rule for
-     * 10 W, which slows its catch-up, never sends a job early. */
+    /* Others hold the slots between (or a job handed back left its slot
+     * unused: a lone process then keeps the fleet's rule for 10 W, which
+     * slows its catch-up, never sends a job early). */
     p->fleet_until_us = max64(p->fleet_until_us, local_slot_us + FLEET_MEMORY_WINDOWS * p->window_us);
 }
 

@@ -142,7 +142,8 @@ void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, sl_pace_d
  * this host's clock), claimed at claim_now_us (both on Redis's clock),
  * after the job of slot previous_us (INT64_MIN: none waits; then after the
  * last departure, or before any, after the claim's now). A gap between
- * them holds others' slots: this process is in a fleet. */
+ * them while the schedule ran ahead of now holds others' slots: this
+ * process is in a fleet. */
 void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
                      int64_t claim_now_us, int64_t slot_us, int64_t local_slot_us);
 
