@@ -472,9 +472,9 @@ static int64_t member_schedule_slot(const sim_fleet *f, const sim_member *m, siz
 }
 
 /* m's jobs whose slot has come at now, as tenant.c's count_due counts them
- * (*backlog_left: the schedule's next slot to claim). */
+ * (next_free: the schedule's next slot to claim). */
 static sl_pace_due member_due(const sim_fleet *f, const sl_pace_rules *r, sim_member *m,
-                              int64_t now, const size_t *backlog_left)
+                              int64_t now, size_t next_free)
 {
     if (m->due_end < m->sent)
         m->due_end = m->sent;
@@ -491,7 +491,7 @@ static sl_pace_due member_due(const sim_fleet *f, const sl_pace_rules *r, sim_me
                          .count = (int64_t)(m->due_end - m->sent),
                          .stale = (int64_t)(m->stale_end - m->sent),
                          .next_us = next,
-                         .backlog = *backlog_left < f->n};
+                         .backlog = next_free < f->n};
 }
 
 /* m claims at now what departs before now + lookahead from the schedule's
@@ -552,14 +552,14 @@ static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
         }
         if (m->claim_at <= now)
             member_claim(f, &r, m, &next_free, now, lookahead);
-        sl_pace_due due = member_due(f, &r, m, now, &next_free);
+        sl_pace_due due = member_due(f, &r, m, now, next_free);
         while (m->sent < m->n &&
                sl_departure_allowed(fleet_slot(f, m->own[m->sent]), &m->pace, &r, due)) {
             sl_pace_note(&m->pace, &r, member_schedule_slot(f, m, m->sent), due);
             merged[departed++] = m->out[m->sent] = now;
             m->sent++;
             now += m->machine.send_us;
-            due = member_due(f, &r, m, now, &next_free);
+            due = member_due(f, &r, m, now, next_free);
         }
         m->wake = INT64_MAX;
         if (m->sent == m->n)
@@ -621,6 +621,8 @@ Test(pacing, a_gap_between_its_slots_puts_a_process_in_a_fleet)
     sl_pace_note(&p, &r, 1001001, owed(1001001, 1, 0));
     /* alone, a late job is held by the pace only */
     sl_pace_due late = owed(1050000, 40, 40);
+    late.next_us = 1060000;
+    late.backlog = true;
     int64_t alone = sl_pace_allows_at(&p, &r, late);
     /* a claim whose first slot is 1.5 intervals on: others hold one */
     sl_pace_claimed(&p, &r, INT64_MIN, 1001000, 1002501, 1002501);
