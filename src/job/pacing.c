@@ -100,6 +100,7 @@ sl_pace_rules sl_pace_rules_for(int64_t rate_milli)
         .interval_ns = interval_ns,
         .fleet_slack = fleet_slack_for(rate_milli, interval_ns, window_us, most),
         .fleet_fresh_us = ceil_div(fleet_fresh_ns(interval_ns), NS_PER_US),
+        .fleet_gap_us = ceil_div(3 * interval_ns, 2 * NS_PER_US),
     };
 }
 
@@ -154,8 +155,7 @@ void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
      * the microsecond): a slot or more of others' between; and past the
      * claim's now, or the schedule ran dry and restarted at now (an idle
      * tenant, or claims that fell behind: not a fleet). */
-    int64_t gap_us = ceil_div(3 * r->interval_ns, 2 * NS_PER_US);
-    if (slot_us - from < gap_us || slot_us - claim_now_us < gap_us)
+    if (slot_us - from < r->fleet_gap_us || slot_us - claim_now_us < r->fleet_gap_us)
         return;
     /* Others hold the slots between (or a job handed back left its slot
      * unused: a lone process then keeps the fleet's rule for 10 W, which

@@ -68,6 +68,7 @@ typedef struct sl_pace_rules {
     int64_t interval_ns;    /* 1/rate: the schedule's spacing of slots */
     int64_t fleet_slack;    /* in a fleet: the levels of debt allowed above what is owed */
     int64_t fleet_fresh_us; /* a job owed this long counts in the level */
+    int64_t fleet_gap_us;   /* 1.5 intervals: claimed slots so far apart have others' between */
 } sl_pace_rules;
 
 /* A process of a fleet takes the others' departures to be at most this
