@@ -70,7 +70,8 @@ static int64_t fleet_slack_for(int64_t rate_milli, int64_t interval_ns, int64_t 
     bool whole = INT64_C(1000000000000) % rate_milli == 0 && interval_ns % NS_PER_US == 0;
     int64_t rounding_ns = whole ? 0 : NS_PER_US;
     int64_t slots = ceil_div(window_us * NS_PER_US + rounding_ns, interval_ns);
-    int64_t on_time = ON_TIME_NS <= interval_ns ? 1 : ceil_div(ON_TIME_NS + rounding_ns, interval_ns);
+    int64_t on_time =
+        ON_TIME_NS <= interval_ns ? 1 : ceil_div(ON_TIME_NS + rounding_ns, interval_ns);
     /* -1 at least: a late member may always keep its level, one job for
      * each slot of its own that comes (a window of W, rounded up to the
      * microsecond, may hold as many slots as the bound) */
@@ -160,7 +161,8 @@ void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
     /* Others hold the slots between (or a job handed back left its slot
      * unused: a lone process then keeps the fleet's rule for 10 W, which
      * slows its catch-up, never sends a job early). */
-    p->fleet_until_us = max64(p->fleet_until_us, local_slot_us + FLEET_MEMORY_WINDOWS * p->window_us);
+    p->fleet_until_us =
+        max64(p->fleet_until_us, local_slot_us + FLEET_MEMORY_WINDOWS * p->window_us);
 }
 
 /* When the fleet's rule lets a job go with `due` waiting: once no level of
