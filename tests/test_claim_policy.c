@@ -119,10 +119,13 @@ Test(claim_policy, a_job_leaves_at_its_slot_a_hair_early_at_most)
     sl_pace fresh = {0};
     sl_pace_rules rules = sl_pace_rules_for(1000000); /* 1,000/s */
     int64_t slot = 1000000;
-    cr_assert(sl_departure_allowed(slot, &fresh, &rules, slot));
-    cr_assert(sl_departure_allowed(slot, &fresh, &rules, slot - SL_SEND_EARLY_US));
-    cr_assert_not(sl_departure_allowed(slot, &fresh, &rules, slot - SL_SEND_EARLY_US - 1));
-    cr_assert_eq(sl_departure_at(slot, &fresh, &rules), slot);
+    sl_pace_due due = {.now_us = slot, .count = 1, .stale = 0, .next_us = INT64_MAX};
+    cr_assert(sl_departure_allowed(slot, &fresh, &rules, due));
+    due.now_us = slot - SL_SEND_EARLY_US;
+    cr_assert(sl_departure_allowed(slot, &fresh, &rules, due));
+    due.now_us = slot - SL_SEND_EARLY_US - 1;
+    cr_assert_not(sl_departure_allowed(slot, &fresh, &rules, due));
+    cr_assert_eq(sl_departure_at(slot, &fresh, &rules, due), slot);
 }
 
 Test(claim_policy, a_late_job_leaves_as_the_pace_allows_exactly)
@@ -131,16 +134,20 @@ Test(claim_policy, a_late_job_leaves_as_the_pace_allows_exactly)
      * is due (a late wake-up loses nothing), which is less than a gap */
     sl_pace p = {0};
     sl_pace_rules rules = sl_pace_rules_for(100000);
-    sl_pace_note(&p, &rules, 1000000);
-    int64_t pace = sl_pace_allows_at(&p, &rules);
+    sl_pace_due due = {.now_us = 1000000, .count = 3, .stale = 3, .next_us = INT64_MAX};
+    sl_pace_note(&p, &rules, 980000, due);
+    due.count = 2;
+    int64_t pace = sl_pace_allows_at(&p, &rules, due);
     cr_assert_gt(pace, 1000000);
     /* the next job's slot is long past (a stall), the pace holds it */
     int64_t slot = 990000;
-    cr_assert_not(sl_departure_allowed(slot, &p, &rules, pace - 1), "no earliness for the pace");
-    cr_assert(sl_departure_allowed(slot, &p, &rules, pace));
-    cr_assert_eq(sl_departure_at(slot, &p, &rules), pace);
+    due.now_us = pace - 1;
+    cr_assert_not(sl_departure_allowed(slot, &p, &rules, due), "no earliness for the pace");
+    due.now_us = pace;
+    cr_assert(sl_departure_allowed(slot, &p, &rules, due));
+    cr_assert_eq(sl_departure_at(slot, &p, &rules, due), pace);
     /* a slot after the pace: the slot */
-    cr_assert_eq(sl_departure_at(pace + 500, &p, &rules), pace + 500);
+    cr_assert_eq(sl_departure_at(pace + 500, &p, &rules, due), pace + 500);
 }
 
 Test(claim_policy, a_short_interval_waits_a_wake_up_worth)

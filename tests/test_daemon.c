@@ -21,7 +21,6 @@
 #include "daemon_process.h"
 #include "delivery_checks.h"
 #include "base/monotonic.h"
-#include "known_bugs.h"
 #include "redis_fixture.h"
 #include "shaping_bound.h"
 #include "timer_probe.h"
@@ -250,18 +249,16 @@ Test(daemon, three_processes_hold_the_rate_fleet_wide)
     size_t most = most_in_window(merged, departed, window), bound = spec_most_in_window(100);
     cr_log_info("3 processes at 100/s: measured %.2f/s; merged departures: most %zu in %" PRId64
                 " us (SPEC allows %zu)", measured, most, window, bound);
-    /* Each process paces only its own departures (job/pacing.h): one
-     * that stalled and catches up can crowd the merged stream (108/103 at
-     * 1,000/s in the bench). Judged only when known bugs are asked for,
-     * until a daemon counts the slots the others hold. */
-    if (most > bound)
-        cr_log_info("merged departures: %zu in %" PRId64 " us, above SPEC §4's %zu (known)", most,
-                    window, bound);
+    /* Each process counts what it owes against the others' slots
+     * (job/pacing.h's fleet rule). Up to 100/s a late one keeps its debt
+     * while the backlog lasts, and one whose timer came late cannot owe
+     * beside another, however many stalled at once: the bound holds on a
+     * loaded machine with nothing to spare (the simulated fleets of
+     * tests/test_pacing.c too). */
     if (timing_counts()) {
         cr_assert_lt(fabs(measured - 100) / 100, 0.01, "fleet rate %.2f/s", measured);
-        if (known_bugs_run())
-            cr_assert_leq(most, bound, "merged departures: %zu in %" PRId64
-                          " us (SPEC §4: at most %zu)", most, window, bound);
+        cr_assert_leq(most, bound, "merged departures: %zu in %" PRId64 " us (SPEC §4: at most %zu)",
+                      most, window, bound);
     }
     free(merged);
     sink_requests_free(reqs, n);

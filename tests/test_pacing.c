@@ -46,6 +46,7 @@ typedef struct sim_tenant {
     double rate;
     int64_t first_slot;
     size_t n, sent;
+    size_t due_end, stale_end; /* due_at's counts: jobs sent..due_end-1 have their slot */
     sl_pace pace;
     sl_pace_rules rules;
     int64_t *out;
@@ -70,6 +71,32 @@ static void tenant_init(sim_tenant *t, double rate, int64_t first_slot, size_t n
     t->rules = sl_pace_rules_for((int64_t)(rate * 1000 + 0.5));
     cr_assert(sl_pace_reset(&t->pace, &t->rules));
     t->out = calloc(n, sizeof *t->out);
+}
+
+/* The tenant's jobs whose slot has come at now, from job `sent`, as
+ * tenant.c's count_due counts them (each job passed once). */
+static sl_pace_due due_at(sim_tenant *t, int64_t now)
+{
+    if (t->due_end < t->sent)
+        t->due_end = t->sent;
+    if (t->stale_end < t->sent)
+        t->stale_end = t->sent;
+    while (t->due_end < t->n && slot_of(t, t->due_end) <= now + SL_SEND_EARLY_US)
+        t->due_end++;
+    while (t->stale_end < t->due_end && slot_of(t, t->stale_end) <= now - t->rules.fleet_fresh_us)
+        t->stale_end++;
+    return (sl_pace_due){.now_us = now,
+                         .count = (int64_t)(t->due_end - t->sent),
+                         .stale = (int64_t)(t->stale_end - t->sent),
+                         .next_us = t->due_end < t->n ? slot_of(t, t->due_end) - SL_SEND_EARLY_US
+                                                      : INT64_MAX};
+}
+
+/* count jobs owed at now, stale of them long enough to count in the
+ * fleet's rule, none claimed after them. */
+static sl_pace_due owed(int64_t now, int64_t count, int64_t stale)
+{
+    return (sl_pace_due){.now_us = now, .count = count, .stale = stale, .next_us = INT64_MAX};
 }
 
 static void tenant_free(sim_tenant *t)
@@ -102,8 +129,8 @@ static void run_worker(const sim_machine *m, sim_tenant *ts, size_t count)
         for (size_t k = 0; k < count; k++) {
             sim_tenant *t = &ts[k];
             while (t->sent < t->n &&
-                   sl_departure_allowed(slot_of(t, t->sent), &t->pace, &t->rules, now)) {
-                sl_pace_note(&t->pace, &t->rules, now);
+                   sl_departure_allowed(slot_of(t, t->sent), &t->pace, &t->rules, due_at(t, now))) {
+                sl_pace_note(&t->pace, &t->rules, slot_of(t, t->sent), due_at(t, now));
                 t->out[t->sent++] = now;
                 now += m->send_us;
             }
@@ -112,7 +139,8 @@ static void run_worker(const sim_machine *m, sim_tenant *ts, size_t count)
         double fastest = 0; /* one timer per worker here: the tenant due first decides */
         for (size_t k = 0; k < count; k++)
             if (ts[k].sent < ts[k].n) {
-                int64_t at = sl_departure_at(slot_of(&ts[k], ts[k].sent), &ts[k].pace, &ts[k].rules);
+                int64_t at = sl_departure_at(slot_of(&ts[k], ts[k].sent), &ts[k].pace, &ts[k].rules,
+                                             due_at(&ts[k], now));
                 if (at < next) {
                     next = at;
                     fastest = ts[k].rate;
@@ -220,9 +248,9 @@ Test(pacing, a_late_departure_does_not_hold_the_next_job)
     /* 100/s: one job leaves 1.9 ms late; the next still leaves at its slot */
     sl_pace p = {0};
     sl_pace_rules r = sl_pace_rules_for(100000);
-    sl_pace_note(&p, &r, 0);
-    sl_pace_note(&p, &r, 11900);
-    cr_assert_leq(sl_pace_allows_at(&p, &r), 20000);
+    sl_pace_note(&p, &r, 0, owed(0, 1, 0));
+    sl_pace_note(&p, &r, 10000, owed(11900, 1, 10000));
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed(20000, 1, 20000)), 20000);
 }
 
 /* ---- stalls ---- */
@@ -286,7 +314,7 @@ Test(pacing, a_new_rate_gets_a_log_of_its_own)
     cr_assert(sl_pace_reset(&p, &slow));
     cr_assert_eq(p.marks, marks, "the same bound keeps its log");
     for (int i = 0; i < 20; i++)
-        sl_pace_note(&p, &slow, i * 10000);
+        sl_pace_note(&p, &slow, i * 10000, owed(i * 10000, 1, i * 10000));
     cr_assert(sl_pace_reset(&p, &fast));
     cr_assert_eq(p.most, 2041);
     cr_assert_eq(p.departed, 0, "a log of the old rate's departures");
@@ -339,9 +367,9 @@ Test(pacing, a_process_behind_at_full_speed_is_not_held)
     int64_t out[100];
     int64_t now = 200000;
     for (int i = 0; i < 100; i++) {
-        int64_t at = sl_pace_allows_at(&p, &r);
+        int64_t at = sl_pace_allows_at(&p, &r, owed(now, 1, now));
         cr_assert_leq(at, now, "job %d held until %lld, at %lld", i, (long long)at, (long long)now);
-        sl_pace_note(&p, &r, now);
+        sl_pace_note(&p, &r, now, owed(now, 1, now));
         out[i] = now;
         now += 30; /* as fast as the worker goes */
     }
@@ -391,4 +419,404 @@ Test(pacing, tenants_of_one_worker_keep_their_own_pace)
                      rate_error(&ts[k]) * 100);
         tenant_free(&ts[k]);
     }
+}
+
+/* ---- a fleet: processes sharing one tenant's schedule ---- */
+
+/* One process of a fleet: the slots of the schedule it claimed (indices,
+ * in order), its machine, and its departures. */
+typedef struct sim_member {
+    size_t *own, n, sent;
+    size_t due_end;   /* its jobs sent..due_end-1 have their slot (as tenant.c counts) */
+    size_t stale_end; /* ... and sent..stale_end-1 came fleet_fresh_us ago or more */
+    int64_t claim_at; /* its next claim */
+    sim_machine machine;
+    sl_pace pace;
+    int64_t wake;     /* its next departure's wake-up */
+    int64_t *out;     /* its departures */
+    uint64_t rng;
+} sim_member;
+
+/* k processes (at most 4) on one tenant of `rate` and n slots (a backlog),
+ * as a daemon claims them: each claims what departs within a lookahead
+ * from the shared schedule, again when the jobs it holds run low (as
+ * job/claim_policy.h says), each starting up to seed-random 50 ms after
+ * the first. Each process departs its own slots only, on its own machine
+ * (its stalls). counted: each pace is given the schedule's slots (the
+ * gaps between a process's slots are the others'); else each process's
+ * own slots as if they followed one another (it cannot tell it is in a
+ * fleet). */
+typedef struct sim_fleet {
+    double rate;
+    size_t n, k;
+    uint64_t seed;
+    const sim_machine *machines; /* k of them */
+    bool counted;
+} sim_fleet;
+
+static uint64_t xorshift(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+static int64_t fleet_slot(const sim_fleet *f, size_t i)
+{
+    return 1000000 + (int64_t)((double)i * 1e6 / f->rate);
+}
+
+/* The slot member m's pace is told for its j-th job (schedule clock). */
+static int64_t member_schedule_slot(const sim_fleet *f, const sim_member *m, size_t j)
+{
+    return fleet_slot(f, f->counted ? m->own[j] : j);
+}
+
+/* m's jobs whose slot has come at now, as tenant.c's count_due counts them
+ * (next_free: the schedule's next slot to claim). */
+static sl_pace_due member_due(const sim_fleet *f, const sl_pace_rules *r, sim_member *m,
+                              int64_t now, size_t next_free)
+{
+    if (m->due_end < m->sent)
+        m->due_end = m->sent;
+    if (m->stale_end < m->sent)
+        m->stale_end = m->sent;
+    while (m->due_end < m->n && fleet_slot(f, m->own[m->due_end]) <= now + SL_SEND_EARLY_US)
+        m->due_end++;
+    while (m->stale_end < m->due_end &&
+           fleet_slot(f, m->own[m->stale_end]) <= now - r->fleet_fresh_us)
+        m->stale_end++;
+    int64_t next = m->due_end < m->n ? fleet_slot(f, m->own[m->due_end]) - SL_SEND_EARLY_US
+                                     : INT64_MAX;
+    return (sl_pace_due){.now_us = now,
+                         .count = (int64_t)(m->due_end - m->sent),
+                         .stale = (int64_t)(m->stale_end - m->sent),
+                         .next_us = next,
+                         .backlog = next_free < f->n};
+}
+
+/* m claims at now what departs before now + lookahead from the schedule's
+ * next slot (*next_free), and when to claim again. */
+static void member_claim(const sim_fleet *f, const sl_pace_rules *r, sim_member *m,
+                         size_t *next_free, int64_t now, int64_t lookahead)
+{
+    for (size_t got = 0; *next_free < f->n && got < SL_CLAIM_BATCH &&
+                         (got == 0 || fleet_slot(f, *next_free) < now + lookahead);
+         got++) {
+        size_t j = m->n;
+        m->own[m->n++] = (*next_free)++;
+        int64_t previous = j > m->sent ? member_schedule_slot(f, m, j - 1) : INT64_MIN;
+        sl_pace_claimed(&m->pace, r, previous, now, member_schedule_slot(f, m, j),
+                        fleet_slot(f, m->own[j]));
+    }
+    /* claim again while the jobs held last SL_CLAIM_REFILL_US more */
+    m->claim_at = *next_free < f->n ? fleet_slot(f, m->own[m->n - 1]) - SL_CLAIM_REFILL_US
+                                    : INT64_MAX;
+    if (m->claim_at <= now)
+        m->claim_at = now + 1000; /* the round trip of a claim */
+}
+
+/* Runs the fleet; returns its merged departures, sorted (the caller frees
+ * them), and in first_done when the first process has no slot to come.
+ * Every process ends on its slots: the time is made up. */
+static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
+{
+    sim_member ms[4];
+    sl_pace_rules r = sl_pace_rules_for((int64_t)(f->rate * 1000 + 0.5));
+    int64_t lookahead = sl_claim_lookahead_us((int64_t)(f->rate * 1000 + 0.5));
+    uint64_t rng = f->seed + 1;
+    for (size_t k = 0; k < f->k; k++) {
+        ms[k] = (sim_member){.machine = f->machines[k], .rng = 88172645463325252u + k,
+                             .wake = INT64_MAX};
+        ms[k].own = calloc(f->n, sizeof *ms[k].own);
+        ms[k].out = calloc(f->n, sizeof *ms[k].out);
+        ms[k].claim_at = fleet_slot(f, 0) - lookahead +
+                         (f->seed && k ? (int64_t)(xorshift(&rng) % 50000) : (int64_t)k * 100);
+        cr_assert(sl_pace_reset(&ms[k].pace, &r));
+    }
+    int64_t *merged = malloc(f->n * sizeof *merged);
+    size_t departed = 0, next_free = 0;
+    for (;;) {
+        sim_member *m = NULL; /* the process that wakes first, to claim or to send */
+        for (size_t k = 0; k < f->k; k++)
+            if (!m || (ms[k].wake < ms[k].claim_at ? ms[k].wake : ms[k].claim_at) <
+                          (m->wake < m->claim_at ? m->wake : m->claim_at))
+                m = &ms[k];
+        int64_t event = m->wake < m->claim_at ? m->wake : m->claim_at;
+        if (event == INT64_MAX)
+            break;
+        int64_t now = wake_at(&m->machine, event);
+        if (now > event) { /* stalled: it wakes later, in turn with the others */
+            m->wake = m->wake < now ? now : m->wake;
+            m->claim_at = m->claim_at < now ? now : m->claim_at;
+            continue;
+        }
+        if (m->claim_at <= now)
+            member_claim(f, &r, m, &next_free, now, lookahead);
+        sl_pace_due due = member_due(f, &r, m, now, next_free);
+        while (m->sent < m->n &&
+               sl_departure_allowed(fleet_slot(f, m->own[m->sent]), &m->pace, &r, due)) {
+            sl_pace_note(&m->pace, &r, member_schedule_slot(f, m, m->sent), due);
+            merged[departed++] = m->out[m->sent] = now;
+            m->sent++;
+            now += m->machine.send_us;
+            due = member_due(f, &r, m, now, next_free);
+        }
+        m->wake = INT64_MAX;
+        if (m->sent == m->n)
+            continue;
+        int64_t at = sl_departure_at(fleet_slot(f, m->own[m->sent]), &m->pace, &r, due);
+        uint64_t late_max = (uint64_t)m->machine.max_late_us;
+        int64_t late = late_max ? (int64_t)(xorshift(&m->rng) % (late_max + 1)) : 0;
+        m->wake = now + sl_departure_wait_us(at, now, (int64_t)(1e6 / f->rate)) + late;
+    }
+    /* Where the fleet has no room to catch up (pacing.h), the debt of a
+     * stall is kept: never more than it and a claim's slots. */
+    int64_t made_up = 3000;
+    if (r.fleet_slack < 0)
+        made_up += f->machines[0].stall_us + lookahead;
+    for (size_t k = 0; k < f->k; k++) {
+        sim_member *m = &ms[k];
+        if (m->n == 0)
+            continue;
+        int64_t last = fleet_slot(f, m->own[m->n - 1]), late = m->out[m->n - 1] - last;
+        if (last < *first_done)
+            *first_done = last;
+        cr_assert_leq(late, made_up, "%g/s, process %zu of %zu (seed %llu) still %lld us late at "
+                      "the end", f->rate, k, f->k, (unsigned long long)f->seed, (long long)late);
+        sl_pace_free(&m->pace);
+        free(m->own);
+        free(m->out);
+    }
+    cr_assert_eq(departed, f->n);
+    qsort(merged, departed, sizeof *merged, compare_int64);
+    return merged;
+}
+
+/* The most merged departures in any window W of the fleet's rate, while
+ * every process has slots to come (one that has none would claim again,
+ * in a daemon). */
+static size_t fleet_most(const sim_fleet *f)
+{
+    int64_t end = INT64_MAX;
+    int64_t *merged = run_fleet(f, &end);
+    size_t n = 0;
+    while (n < f->n && merged[n] <= end)
+        n++;
+    size_t most = most_in(merged, n, window_of(f->rate));
+    free(merged);
+    return most;
+}
+
+Test(pacing, a_gap_between_its_slots_puts_a_process_in_a_fleet)
+{
+    sl_pace p = {0};
+    sl_pace_rules r = sl_pace_rules_for(1000000); /* 1,000/s, W 100 ms */
+    cr_assert(sl_pace_reset(&p, &r));
+    sl_pace_due one = owed(1000000, 1, 0);
+    sl_pace_claimed(&p, &r, INT64_MIN, 999000, 1000000, 1000000);
+    cr_assert_eq(p.fleet_until_us, INT64_MIN, "the first slot is the claim's now + 1 ms");
+    sl_pace_claimed(&p, &r, 1000000, 999000, 1001001, 1001001);
+    cr_assert_eq(p.fleet_until_us, INT64_MIN, "the next slot, to the microsecond");
+    sl_pace_note(&p, &r, 1000000, one);
+    sl_pace_note(&p, &r, 1001001, owed(1001001, 1, 0));
+    /* alone, a late job is held by the pace only */
+    sl_pace_due late = owed(1050000, 40, 40);
+    late.next_us = 1060000;
+    late.backlog = true;
+    int64_t alone = sl_pace_allows_at(&p, &r, late);
+    /* a claim whose first slot is 1.5 intervals on: others hold one */
+    sl_pace_claimed(&p, &r, INT64_MIN, 1001000, 1002501, 1002501);
+    cr_assert_eq(p.fleet_until_us, 1002501 + 10 * r.window_us, "in a fleet for 10 W");
+    cr_assert_eq(sl_pace_allows_at(&p, &r, late), alone, "nothing owed above what it owes");
+    late.now_us = p.fleet_until_us;
+    cr_assert_eq(sl_pace_allows_at(&p, &r, late), alone, "alone again after 10 W");
+    /* the schedule ran dry and restarted at the claim's now: a lone
+     * process whose claims fell behind, or an idle one, not a fleet */
+    sl_pace lone = {0};
+    cr_assert(sl_pace_reset(&lone, &r));
+    sl_pace_note(&lone, &r, 1000000, owed(1000000, 1, 0));
+    sl_pace_claimed(&lone, &r, INT64_MIN, 1090000, 1090000, 1090000);
+    sl_pace_claimed(&lone, &r, 1090000, 1090000, 1091000, 1091000);
+    cr_assert_eq(lone.fleet_until_us, INT64_MIN);
+    sl_pace_free(&lone);
+    /* the first claim of a process whose slots start later than now */
+    sl_pace q = {0};
+    cr_assert(sl_pace_reset(&q, &r));
+    sl_pace_claimed(&q, &r, INT64_MIN, 1000000, 1070000, 1070000);
+    cr_assert_eq(q.fleet_until_us, 1070000 + 10 * r.window_us);
+    sl_pace_free(&q);
+    sl_pace_free(&p);
+}
+
+Test(pacing, the_fleet_slack_is_the_bound_less_the_schedule_and_the_others_timers)
+{
+    /* 103 - 100 slots - 1 owed by another's timer - 1 */
+    cr_assert_eq(sl_pace_rules_for(1000000).fleet_slack, 1);
+    cr_assert_eq(sl_pace_rules_for(1000000).fleet_fresh_us, 950);
+    /* a member on time owes a job for 0.85 ms: 5 slots at 5,000/s, 17 at
+     * 20,000/s, 3 at 3,333/s (300.03 us, rounded on the schedule) */
+    cr_assert_eq(sl_pace_rules_for(5000000).fleet_slack, 511 - 500 - 5 - 1);
+    cr_assert_eq(sl_pace_rules_for(5000000).fleet_fresh_us, 800);
+    cr_assert_eq(sl_pace_rules_for(20000000).fleet_slack, 2041 - 2000 - 17 - 1);
+    cr_assert_eq(sl_pace_rules_for(3333000).fleet_slack, 340 - 334 - 3 - 1);
+    /* 11 in 10 intervals: none left in a fleet; a job owed for less than
+     * 9.95 ms of its 10 cannot be owed beside another's */
+    cr_assert_eq(sl_pace_rules_for(100000).fleet_slack, -1);
+    cr_assert_eq(sl_pace_rules_for(100000).fleet_fresh_us, 9950);
+    /* W to the us above holds 11 slots at 3/s or 60/s: still -1, or a
+     * late member could never send */
+    cr_assert_eq(sl_pace_rules_for(3000).fleet_slack, -1);
+    cr_assert_eq(sl_pace_rules_for(60000).fleet_slack, -1);
+}
+
+/* A process in a fleet (its first claim began 30 slots past the claim's
+ * now) that sent its slots 900 ms and 950 ms on time. */
+static void in_a_fleet(sl_pace *p, const sl_pace_rules *r)
+{
+    cr_assert(sl_pace_reset(p, r));
+    sl_pace_claimed(p, r, INT64_MIN, 870000, 900000, 900000);
+    sl_pace_note(p, r, 900000, owed(900000, 1, 0));
+    sl_pace_claimed(p, r, INT64_MIN, 880000, 950000, 950000);
+    sl_pace_note(p, r, 950000, owed(950000, 1, 0));
+}
+
+Test(pacing, in_a_fleet_a_late_process_waits_while_the_others_slots_pass)
+{
+    /* 1,000/s, slack 1: a fleet's catch-up may lower the debt by 2 in any
+     * W. Its slots 981..1,000 ms came during a stall (the others held
+     * 951..980 ms); at 1,000 ms it owes 20, 19 of them for more than 1 ms
+     * (the level). It sends 3, which leaves 17 owed; a fourth would leave
+     * 16, 3 below the level. It waits until that level is W ago, or until
+     * its next slot comes (the others' slots meanwhile are theirs) */
+    sl_pace p = {0};
+    sl_pace_rules r = sl_pace_rules_for(1000000);
+    in_a_fleet(&p, &r);
+    sl_pace_claimed(&p, &r, 950000, 950000, 981000, 981000);
+    for (int64_t slot = 982000; slot <= 1001000; slot += 1000)
+        sl_pace_claimed(&p, &r, slot - 1000, 950000, slot, slot);
+    sl_pace_note(&p, &r, 981000, owed(1000000, 20, 19));
+    sl_pace_note(&p, &r, 982000, owed(1000000, 19, 18));
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed(1000000, 18, 17)), 1000000);
+    sl_pace_note(&p, &r, 983000, owed(1000000, 18, 17));
+    sl_pace_due left = owed(1000000, 17, 16);
+    left.next_us = 1001000 - SL_SEND_EARLY_US;
+    cr_assert_eq(sl_pace_allows_at(&p, &r, left), left.next_us, "held until its next slot comes");
+    /* with no slot of its own claimed, it waits for its next claim (whose
+     * reply wakes it; W at most) while the queue has more; when not, the
+     * fleet's backlog is over: it paces as if alone */
+    left.next_us = INT64_MAX;
+    left.backlog = true;
+    cr_assert_eq(sl_pace_allows_at(&p, &r, left), 1000000 + r.window_us);
+    left.backlog = false;
+    cr_assert_leq(sl_pace_allows_at(&p, &r, left), 1001000);
+    /* held by its level, it may go once that is W ago (W/8 to spare) */
+    left.next_us = 1200000;
+    int64_t at = sl_pace_allows_at(&p, &r, left);
+    cr_assert_geq(at, 1100000, "held until %lld us", (long long)at);
+    cr_assert_leq(at, 1100000 + r.window_us / 8 + 1, "held until %lld us", (long long)at);
+    /* a slot came: 18 owed, the level is kept, it may go */
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed(1001000, 18, 17)), 1001000);
+    /* alone, the same departures are held by the pace only */
+    sl_pace alone = {0};
+    cr_assert(sl_pace_reset(&alone, &r));
+    for (int64_t slot = 900000; slot < 981000; slot += 1000) {
+        sl_pace_claimed(&alone, &r, slot - 1000, 890000, slot, slot);
+        sl_pace_note(&alone, &r, slot, owed(slot, 1, 0));
+    }
+    sl_pace_note(&alone, &r, 981000, owed(1000000, 20, 19));
+    sl_pace_note(&alone, &r, 982000, owed(1000000, 19, 18));
+    sl_pace_note(&alone, &r, 983000, owed(1000000, 18, 17));
+    cr_assert_leq(sl_pace_allows_at(&alone, &r, owed(1000000, 17, 16)), 1001000);
+    sl_pace_free(&alone);
+    sl_pace_free(&p);
+}
+
+Test(pacing, in_a_fleet_at_100_per_s_a_late_process_keeps_its_debt)
+{
+    /* 11 in 10 intervals leaves a fleet no room to catch up: the others'
+     * timers take the 1 above the schedule. A late process sends one job
+     * per slot of its own that comes, and none between */
+    sl_pace p = {0};
+    sl_pace_rules r = sl_pace_rules_for(100000);
+    cr_assert(sl_pace_reset(&p, &r));
+    sl_pace_claimed(&p, &r, INT64_MIN, 980000, 1000000, 1000000);
+    sl_pace_note(&p, &r, 1000000, owed(1000000, 1, 0));
+    sl_pace_claimed(&p, &r, INT64_MIN, 1100000, 1200000, 1200000); /* others: 1,010..1,190 ms */
+    sl_pace_note(&p, &r, 1200000, owed(1200000, 1, 0));
+    sl_pace_note(&p, &r, 1210000, owed(1240000, 4, 3)); /* a 30 ms stall */
+    sl_pace_due left = owed(1240000, 3, 3);
+    left.next_us = 1250000;
+    cr_assert_eq(sl_pace_allows_at(&p, &r, left), 1250000, "held until its slot comes");
+    /* its slot at 1,250 ms came */
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed(1250000, 4, 3)), 1250000);
+    sl_pace_free(&p);
+    /* on time, a job whose timer came up to 9.95 ms late is not held */
+    in_a_fleet(&p, &r);
+    sl_pace_due timer = owed(960000 + 9900, 1, 0);
+    timer.next_us = 1000000;
+    cr_assert_leq(sl_pace_allows_at(&p, &r, timer), timer.now_us);
+    sl_pace_free(&p);
+}
+
+/* 2 and 4 processes, one of them stalling 20 ms once while the others
+ * keep their slots. */
+static const sim_machine fleet_machines[4] = {
+    {.stall_at = 1490000, .stall_us = 20000, .max_late_us = 100, .send_us = 5},
+    {.max_late_us = 100, .send_us = 5},
+    {.max_late_us = 100, .send_us = 5},
+    {.max_late_us = 100, .send_us = 5},
+};
+
+static sim_fleet fleet_of(double rate, size_t k, uint64_t seed)
+{
+    return (sim_fleet){.rate = rate, .n = (size_t)(rate * 3), .k = k, .seed = seed,
+                       .machines = fleet_machines, .counted = true};
+}
+
+Test(pacing, a_fleet_keeps_the_bound_on_its_merged_departures)
+{
+    double rates[] = {60, 100, 1000, 5000};
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++)
+        for (size_t k = 2; k <= 4; k += 2)
+            for (uint64_t seed = 0; seed <= 3; seed++) {
+                sim_fleet f = fleet_of(rates[i], k, seed * 7919);
+                size_t most = fleet_most(&f);
+                cr_assert_leq(most, bound_of(rates[i]), "%zu processes at %g/s (seed %llu): %zu "
+                              "merged departures in %.0f us (at most %zu)", k, rates[i],
+                              (unsigned long long)seed * 7919, most, window_of(rates[i]),
+                              bound_of(rates[i]));
+            }
+}
+
+Test(pacing, a_fleet_whose_processes_pace_alone_crowds_its_merged_departures)
+{
+    for (size_t k = 2; k <= 4; k += 2) {
+        sim_fleet f = fleet_of(1000, k, 0);
+        f.counted = false;
+        size_t alone = fleet_most(&f);
+        cr_assert_gt(alone, bound_of(1000), "%zu processes: %zu merged in 100 ms", k, alone);
+    }
+}
+
+Test(pacing, up_to_100_per_s_a_fleet_keeps_the_bound_when_the_whole_machine_stalls)
+{
+    /* Each process counts only its own debt. Where the fleet's slack is
+     * negative none sends beyond its own slots, so stalls of all at once
+     * cannot crowd the merged stream either. (Above, each may spend the
+     * slack as if the others were on time: a stall of the whole machine
+     * can then take the merged stream past the bound, by a few.) */
+    double rates[] = {3, 10, 50, 60, 100};
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++)
+        for (size_t k = 2; k <= 4; k += 2)
+            for (int64_t stall = 20000; stall <= 170000; stall += 150000) {
+                sim_machine all = {.stall_at = 1490000, .stall_us = stall, .max_late_us = 500,
+                                   .send_us = 5};
+                sim_machine machines[4] = {all, all, all, all};
+                sim_fleet f = {.rate = rates[i], .n = (size_t)(rates[i] * 6), .k = k, .seed = 7919,
+                               .machines = machines, .counted = true};
+                size_t most = fleet_most(&f);
+                cr_assert_leq(most, bound_of(rates[i]), "%zu processes at %g/s, all stalled %lld us: "
+                              "%zu merged departures in %.0f us", k, rates[i], (long long)stall, most,
+                              window_of(rates[i]));
+            }
 }

@@ -48,6 +48,7 @@ typedef struct job {
     int64_t attempts; /* made before this one */
     int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
     int64_t rate_milli; /* the tenant's rate when claimed: the pace it leaves at */
+    int64_t slot_us;    /* the slot as the schedule gave it, on Redis's clock */
     char *element;      /* the job as pushed, in text, parsed only when it is
                            sent so that a claimed batch never stalls the loop */
     size_t element_len;
@@ -55,6 +56,13 @@ typedef struct job {
     sl_request_headers headers;
     char text[];        /* id, NUL, element, NUL: one allocation per job */
 } job;
+
+/* The waiting jobs from the head through `last`: those whose slot came by
+ * some time (count_due). Each job is passed once, as time goes on. */
+typedef struct due_cursor {
+    job *last;
+    int64_t count;
+} due_cursor;
 
 /* One tenant served by a worker thread. */
 struct tenant {
@@ -72,11 +80,15 @@ struct tenant {
 
     job *head, *tail;  /* claimed, waiting for their slot (slot order) */
     size_t waiting;
+    /* What the tenant owes, for its pace in a fleet (count_due): the jobs
+     * whose slot came, and those owed pace_rules.fleet_fresh_us or more. */
+    due_cursor due, stale;
     sl_pace pace;         /* how fast late jobs may catch up (pacing.h) */
     sl_pace_rules pace_rules; /* its bound and catch-up, from the rate */
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
+    bool backlog;         /* the last claim left jobs in the queue (pacing.h) */
     bool retired;         /* left the configuration: no more claims */
     bool wake_pending;    /* a push was notified while a claim was out */
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
@@ -129,12 +141,23 @@ static void push_waiting(tenant *t, job *j)
     sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
 }
 
+/* The head j leaves the queue: it was counted first, if at all. */
+static void cursor_pop(due_cursor *c, const job *j)
+{
+    if (c->count > 0)
+        c->count--;
+    if (c->last == j)
+        c->last = NULL;
+}
+
 static job *pop_waiting(tenant *t)
 {
     job *j = t->head;
     t->head = j->next;
     if (!t->head)
         t->tail = NULL;
+    cursor_pop(&t->due, j);
+    cursor_pop(&t->stale, j);
     t->waiting--;
     sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
     j->next = NULL;
@@ -472,21 +495,48 @@ static void send_job(tenant *t, job *j)
     }
 }
 
-static bool head_may_leave(const tenant *t, int64_t now)
+/* Counts the waiting jobs whose slot came by by_us; returns the first
+ * whose slot has not. */
+static job *cursor_advance(due_cursor *c, job *head, int64_t by_us)
 {
-    return sl_departure_allowed(t->head->send_at_us, &t->pace, &t->pace_rules, now);
+    job *j = c->last ? c->last->next : head;
+    for (; j && j->send_at_us <= by_us; j = j->next) {
+        c->last = j;
+        c->count++;
+    }
+    return j;
 }
 
-static int64_t head_departure(const tenant *t)
+/* What the tenant owes at now (a departure counts a slot come
+ * SL_SEND_EARLY_US early), and when the next slot comes: no walk of the
+ * queue per departure. */
+static sl_pace_due count_due(tenant *t, int64_t now)
 {
-    return sl_departure_at(t->head->send_at_us, &t->pace, &t->pace_rules);
+    job *next = cursor_advance(&t->due, t->head, now + SL_SEND_EARLY_US);
+    cursor_advance(&t->stale, t->head, now - t->pace_rules.fleet_fresh_us);
+    return (sl_pace_due){.now_us = now,
+                         .count = t->due.count,
+                         .stale = t->stale.count < t->due.count ? t->stale.count : t->due.count,
+                         .next_us = next ? next->send_at_us - SL_SEND_EARLY_US : INT64_MAX,
+                         .backlog = t->backlog};
 }
 
-/* Counts the head job's departure at now in its lateness and its pace. */
-static void note_departure(tenant *t, const job *j, int64_t now)
+static bool head_may_leave(const tenant *t, sl_pace_due due)
 {
-    sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, now - j->send_at_us);
-    sl_pace_note(&t->pace, &t->pace_rules, now);
+    return sl_departure_allowed(t->head->send_at_us, &t->pace, &t->pace_rules, due);
+}
+
+static int64_t head_departure(const tenant *t, sl_pace_due due)
+{
+    return sl_departure_at(t->head->send_at_us, &t->pace, &t->pace_rules, due);
+}
+
+/* Counts the head job's departure at due.now_us in its lateness and its
+ * pace. */
+static void note_departure(tenant *t, const job *j, sl_pace_due due)
+{
+    sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, due.now_us - j->send_at_us);
+    sl_pace_note(&t->pace, &t->pace_rules, j->slot_us, due);
 }
 
 /* One line per departure: tenant, claim id, slot and departure on Redis's
@@ -504,15 +554,17 @@ static void release_due(tenant *t)
 {
     size_t concurrency = t->concurrency;
     int64_t now = sl_realtime_us();
-    while (t->head && t->in_flight < concurrency && head_may_leave(t, now)) {
-        note_departure(t, t->head, now);
+    sl_pace_due due = count_due(t, now);
+    while (t->head && t->in_flight < concurrency && head_may_leave(t, due)) {
+        note_departure(t, t->head, due);
         if (t->env->trace)
             trace_departure(t, t->head, now);
         send_job(t, pop_waiting(t));
         now = sl_realtime_us();
+        due = count_due(t, now);
     }
     if (t->head && t->in_flight < concurrency)
-        arm(t->release_timer, sl_departure_wait_us(head_departure(t), now,
+        arm(t->release_timer, sl_departure_wait_us(head_departure(t, due), now,
                                                    sl_claim_interval_us(t->rate_milli)));
     /* Waiting jobs are in slot order: the tail's is the latest slot claimed. */
     int64_t latest_slot = t->tail ? t->tail->send_at_us : 0;
@@ -551,7 +603,11 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     j->attempts = c->attempts;
     j->send_at_us = c->slot_us - t->env->clock.offset_us;
     j->rate_milli = t->rate_milli;
+    j->slot_us = c->slot_us;
     j->element_len = c->job_len;
+    /* the slots between this tenant's are the fleet's others' (pacing.h) */
+    sl_pace_claimed(&t->pace, &t->pace_rules, t->tail ? t->tail->slot_us : INT64_MIN, claim_now_us,
+                    c->slot_us, j->send_at_us);
     push_waiting(t, j);
 }
 
@@ -635,6 +691,7 @@ static void on_claim_reply(redisReply *reply, void *arg)
     apply_settings(t, &result);
     if (result.job_count > 0 || result.dead_lettered > 0 || result.queue_len > 0 || result.next_us != 0)
         t->busy_us = received;
+    t->backlog = result.queue_len > 0 || result.next_us != 0;
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i], result.now_us);
     if (result.reaped)

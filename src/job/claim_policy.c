@@ -3,6 +3,10 @@
 
 #include "admission/admission.h"
 
+/* The fleet's pace counts a job as owed from SL_PACE_EARLY_US before its
+ * slot (job/pacing.h): no departure may come earlier. */
+_Static_assert(SL_SEND_EARLY_US <= SL_PACE_EARLY_US, "a departure earlier than the pace allows for");
+
 static int64_t clamp(int64_t v, int64_t low, int64_t high)
 {
     return v < low ? low : v > high ? high : v;
@@ -62,14 +66,14 @@ bool sl_claim_saturated(size_t in_flight, size_t concurrency, int64_t head_slot_
 }
 
 bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r,
-                          int64_t now_us)
+                          sl_pace_due due)
 {
-    return slot_us <= now_us + SL_SEND_EARLY_US && sl_pace_allows_at(p, r) <= now_us;
+    return slot_us <= due.now_us + SL_SEND_EARLY_US && sl_pace_allows_at(p, r, due) <= due.now_us;
 }
 
-int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r)
+int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
 {
-    int64_t pace = sl_pace_allows_at(p, r);
+    int64_t pace = sl_pace_allows_at(p, r, due);
     return slot_us > pace ? slot_us : pace;
 }
 

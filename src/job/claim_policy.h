@@ -141,12 +141,13 @@ bool sl_claim_saturated(size_t in_flight, size_t concurrency, int64_t head_slot_
 /* ---- departures ---- */
 
 /* Whether the head job (slot slot_us) of a tenant paced by p under rules r
- * may leave at now_us: at its slot (a timer may fire a hair early:
- * SL_SEND_EARLY_US) and as the pace allows (exactly). */
+ * may leave at due.now_us, with `due` waiting (pacing.h; a job's slot has
+ * come at due.now_us + SL_SEND_EARLY_US): at its slot (a timer may fire a
+ * hair early: SL_SEND_EARLY_US) and as the pace allows (exactly). */
 bool sl_departure_allowed(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r,
-                          int64_t now_us);
+                          sl_pace_due due);
 /* When that head job leaves: the later of its slot and what the pace allows. */
-int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r);
+int64_t sl_departure_at(int64_t slot_us, const sl_pace *p, const sl_pace_rules *r, sl_pace_due due);
 /* How long the departure timer of a tenant whose slots are interval_us
  * apart waits at now_us for a departure at departure_us: until then, but
  * SL_WAKE_EVERY_US at least where the interval is shorter than that. */

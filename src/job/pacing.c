@@ -14,6 +14,10 @@
  * (W of 100 ms), one per few departures above, which leaves a few
  * departures of room unused (0.05% of the bound). */
 #define LOG_MARKS 4096
+/* A process is in a fleet while the schedule gave others slots between
+ * its own this recently: longer than a claim's lookahead (SL_CLAIM_*), so
+ * that it stays in one between its claims. */
+#define FLEET_MEMORY_WINDOWS 10
 
 /* a / b rounded up, for any sign of a (b > 0): C rounds toward zero. */
 static int64_t ceil_div(int64_t a, int64_t b)
@@ -24,6 +28,54 @@ static int64_t ceil_div(int64_t a, int64_t b)
 static int64_t max64(int64_t a, int64_t b)
 {
     return a > b ? a : b;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* a / b rounded down, for any sign of a (b > 0). */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a / b - (a % b < 0);
+}
+
+/* Members on time owe a job from SL_PACE_EARLY_US before its slot to
+ * SL_PACE_FLEET_LATE_US after it: this span of the slots' grid. */
+#define ON_TIME_NS ((SL_PACE_EARLY_US + SL_PACE_FLEET_LATE_US) * NS_PER_US)
+
+/* How long a job of this process may be owed before it counts in the
+ * fleet's rule (pacing.h): where members on time owe a job for less than
+ * an interval, one of this process's owed for less than the rest of the
+ * interval cannot be owed beside any other (the slots are an interval
+ * apart); else any job owed can be, and it counts once owed longer than a
+ * member on time would owe it. */
+static int64_t fleet_fresh_ns(int64_t interval_ns)
+{
+    return ON_TIME_NS <= interval_ns ? interval_ns - SL_PACE_EARLY_US * NS_PER_US
+                                     : SL_PACE_FLEET_LATE_US * NS_PER_US;
+}
+
+/* The fleet's slack (pacing.h): the bound, less the most slots of the
+ * schedule in a window W (half-open), less the most jobs owed at once
+ * that do not count (by members on time, or for less than fleet_fresh_ns:
+ * those of an ON_TIME_NS span of the grid), less 1 (the job leaving); -1
+ * when there is no room.
+ * Slots are rounded to the microsecond on the schedule, so where the
+ * interval is not a whole number of them a span may hold one more. */
+static int64_t fleet_slack_for(int64_t rate_milli, int64_t interval_ns, int64_t window_us,
+                               int64_t most)
+{
+    bool whole = INT64_C(1000000000000) % rate_milli == 0 && interval_ns % NS_PER_US == 0;
+    int64_t rounding_ns = whole ? 0 : NS_PER_US;
+    int64_t slots = ceil_div(window_us * NS_PER_US + rounding_ns, interval_ns);
+    int64_t on_time =
+        ON_TIME_NS <= interval_ns ? 1 : ceil_div(ON_TIME_NS + rounding_ns, interval_ns);
+    /* -1 at least: a late member may always keep its level, one job for
+     * each slot of its own that comes (a window of W, rounded up to the
+     * microsecond, may hold as many slots as the bound) */
+    return max64(most - slots - on_time - 1, -1);
 }
 
 sl_pace_rules sl_pace_rules_for(int64_t rate_milli)
@@ -39,11 +91,17 @@ sl_pace_rules sl_pace_rules_for(int64_t rate_milli)
     /* `most` + 1 departures so paced span `most` gaps less the tolerance:
      * W with this one, so up to 100/s the pace alone keeps the bound */
     int64_t exact_ns = most * gap_ns - window_ns;
+    int64_t interval_ns = INT64_C(1000000000000) / rate_milli;
+    int64_t window_us = ceil_div(window_ns, NS_PER_US);
     return (sl_pace_rules){
-        .window_us = ceil_div(window_ns, NS_PER_US),
+        .window_us = window_us,
         .most_in_window = most,
         .gap_ns = gap_ns,
         .tolerance_ns = long_intervals ? exact_ns : max64(exact_ns, TOLERANCE_NS),
+        .interval_ns = interval_ns,
+        .fleet_slack = fleet_slack_for(rate_milli, interval_ns, window_us, most),
+        .fleet_fresh_us = ceil_div(fleet_fresh_ns(interval_ns), NS_PER_US),
+        .fleet_gap_us = ceil_div(3 * interval_ns, 2 * NS_PER_US),
     };
 }
 
@@ -64,6 +122,11 @@ bool sl_pace_reset(sl_pace *p, const sl_pace_rules *r)
     p->most = r->most_in_window;
     p->window_us = r->window_us;
     p->departed = 0;
+    p->bucket_us = ceil_div(r->window_us, SL_PACE_BUCKETS - 1);
+    if (!p->started)
+        p->fleet_until_us = INT64_MIN;
+    for (size_t i = 0; i < SL_PACE_BUCKETS; i++)
+        p->buckets[i] = (sl_pace_bucket){.index = 0, .most_level = 0}; /* 1970: long ago */
     return true;
 }
 
@@ -83,16 +146,77 @@ static int64_t log_allows_at(const sl_pace *p)
     return p->marks[(size_t)k % p->cap] + p->window_us;
 }
 
-int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r)
+void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
+                     int64_t claim_now_us, int64_t slot_us, int64_t local_slot_us)
+{
+    if (!p->marks)
+        return;
+    int64_t from = previous_us != INT64_MIN ? previous_us : p->started ? p->slot_us : claim_now_us;
+    /* More than half an interval past the next slot (they are rounded to
+     * the microsecond): a slot or more of others' between; and past the
+     * claim's now, or the schedule ran dry and restarted at now (an idle
+     * tenant, or claims that fell behind: not a fleet). */
+    if (slot_us - from < r->fleet_gap_us || slot_us - claim_now_us < r->fleet_gap_us)
+        return;
+    /* Others hold the slots between (or a job handed back left its slot
+     * unused: a lone process then keeps the fleet's rule for 10 W, which
+     * slows its catch-up, never sends a job early). */
+    p->fleet_until_us =
+        max64(p->fleet_until_us, local_slot_us + FLEET_MEMORY_WINDOWS * p->window_us);
+}
+
+/* When the fleet's rule lets a job go with `due` waiting: once no level of
+ * the debt in the last W is above due.count + the slack. The level now
+ * falls only when a slot of its own comes (due.next_us; with none claimed
+ * yet, its next claim's reply wakes the tenant: W is only a bound). With
+ * none to come, the fleet's backlog is over and nothing crowds: it paces
+ * as if alone, and the last jobs do not wait out the rule. INT64_MIN: at
+ * once. */
+static int64_t fleet_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
+{
+    if (!p->marks || due.now_us >= p->fleet_until_us || due.count == 0 ||
+        (due.next_us == INT64_MAX && !due.backlog))
+        return INT64_MIN;
+    int64_t next_us = min64(due.next_us, due.now_us + p->window_us);
+    int64_t most_level = due.count + r->fleet_slack;
+    if (due.stale > most_level)
+        return next_us;
+    int64_t at = INT64_MIN;
+    for (size_t i = 0; i < SL_PACE_BUCKETS; i++)
+        if (p->buckets[i].most_level > most_level)
+            at = max64(at, (p->buckets[i].index + 1) * p->bucket_us + p->window_us);
+    return at == INT64_MIN ? at : min64(at, next_us);
+}
+
+int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
 {
     if (!p->started)
         return INT64_MIN;
     /* rounded up: a microsecond early could break the bound */
-    return max64(ceil_div(p->due_ns - r->tolerance_ns, NS_PER_US), log_allows_at(p));
+    int64_t at = max64(ceil_div(p->due_ns - r->tolerance_ns, NS_PER_US), log_allows_at(p));
+    return max64(at, fleet_allows_at(p, r, due));
 }
 
-void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t departed_us)
+/* Remembers the level of debt (the jobs owed for fleet_fresh_us or more)
+ * before a departure at departed_us. */
+static void bucket_note(sl_pace *p, int64_t departed_us, int64_t level)
 {
+    int64_t index = floor_div(departed_us, p->bucket_us);
+    sl_pace_bucket *b = &p->buckets[(size_t)(index % SL_PACE_BUCKETS + SL_PACE_BUCKETS) %
+                                    SL_PACE_BUCKETS];
+    if (b->index != index)
+        *b = (sl_pace_bucket){.index = index, .most_level = level};
+    else if (level > b->most_level)
+        b->most_level = level;
+}
+
+void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, sl_pace_due due)
+{
+    int64_t departed_us = due.now_us;
+    if (p->marks)
+        bucket_note(p, departed_us, due.stale);
+    if (!p->started || slot_us > p->slot_us)
+        p->slot_us = slot_us;
     int64_t departed_ns = departed_us * NS_PER_US;
     /* A departure after its due time moves the pace on from when it left:
      * a late wake-up beyond the tolerance slows the catch-up (the slots

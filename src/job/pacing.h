@@ -24,10 +24,34 @@
  *     later than that slows the catch-up, never the slots.
  * The tolerance is 2 ms above 100/s (about one interval where that is
  * more), 0.78 of an interval up to 100/s (where W is 10 intervals).
- * This holds for one process. In a fleet each process paces only its own
- * departures: a member catching up after a stall can crowd the merged
- * stream while the others keep their slots (measured in bench/RESULTS.md).
- * Pure: times are passed in, microseconds on one clock. */
+ *
+ * In a fleet the bound is on the merged departures, and each process
+ * sees only its own: the others' slots lie between its own on the one
+ * schedule, and they depart them on time while it catches up. So the
+ * fleet's rule is about what a process owes. Its debt at a time x, D(x),
+ * is how many of its jobs have their slot by x and have not left. The
+ * merged departures in (a, a + W] are the schedule's slots there (S at
+ * most) plus each member's D(a) - D(a + W): what a member sends beyond
+ * its own slots in a window is what its debt fell. Members on time owe
+ * at a only jobs whose slot came within SL_PACE_FLEET_LATE_US of it: 1
+ * (the slots are an interval apart), or at high rates that many
+ * intervals' worth (O). A late member keeps its debt level by sending one
+ * job per slot of its own that comes; each job beyond that lowers the
+ * level for good, in every window that starts before. So a process in a
+ * fleet sends a job only if no level of its debt in the last W (before
+ * each departure and now, counting only jobs owed long enough to be owed
+ * beside another's: fleet_fresh_us) is above what it owes now by more
+ * than the fleet's slack, floor(1.02 x rate x W) + 1 - S - O - 1. Its
+ * catch-up spends the 2% of the merged stream, and while the others'
+ * slots pass it waits for its own. Up to about 200/s that leaves nothing:
+ * a member late by more than an interval less SL_PACE_FLEET_LATE_US
+ * keeps that debt while the fleet's backlog lasts (the rate still holds:
+ * the debt does not grow). A process is in a fleet while the schedule
+ * gave others slots between its own in the last 10 W (sl_pace_claimed);
+ * alone, the log and the pace above are exact, and the fleet's rule would
+ * only slow it.
+ * Pure: times are passed in, microseconds on one clock (the slots' gaps
+ * on the schedule's own). */
 #ifndef SLUICE_PACING_H
 #define SLUICE_PACING_H
 
@@ -41,7 +65,30 @@ typedef struct sl_pace_rules {
     int64_t most_in_window; /* floor(1.02 x rate x W) + 1 */
     int64_t gap_ns;         /* the least spacing of a catch-up: 1/(1.02 x rate) */
     int64_t tolerance_ns;   /* how far before its due time a departure may go */
+    int64_t interval_ns;    /* 1/rate: the schedule's spacing of slots */
+    int64_t fleet_slack;    /* in a fleet: the levels of debt allowed above what is owed */
+    int64_t fleet_fresh_us; /* a job owed this long counts in the level */
+    int64_t fleet_gap_us;   /* 1.5 intervals: claimed slots so far apart have others' between */
 } sl_pace_rules;
+
+/* A process of a fleet takes the others' departures to be at most this
+ * late after their slots: their timers (1% of this machine's wake-ups come
+ * 0.5 ms late, bench/RESULTS.md), and at high rates the jobs a wake-up
+ * sends together (SL_WAKE_EVERY_US). Less than an interval at 1,000/s:
+ * there, as at lower rates, members on time owe one job at a time. */
+#define SL_PACE_FLEET_LATE_US 800
+/* ... and never earlier than this before them (job/claim_policy.c checks
+ * SL_SEND_EARLY_US against it). */
+#define SL_PACE_EARLY_US 50
+
+/* The fleet rule's memory: the highest level of debt before a departure,
+ * per W/8 of time (a departure is remembered for W to W + W/8). */
+#define SL_PACE_BUCKETS 9
+
+typedef struct sl_pace_bucket {
+    int64_t index;    /* the departure time / bucket_us of this bucket */
+    int64_t most_level; /* the highest level of debt before one of its departures */
+} sl_pace_bucket;
 
 typedef struct sl_pace {
     int64_t due_ns; /* when the next departure is due on the pace */
@@ -52,7 +99,21 @@ typedef struct sl_pace {
     size_t cap;
     int64_t every, most, window_us; /* the bound the log keeps */
     int64_t departed;               /* departures noted since the log began */
+    /* The fleet's rule (with the log only) */
+    int64_t slot_us;           /* the schedule's slot of the last departure (started) */
+    int64_t fleet_until_us;    /* others' slots were seen: in a fleet until then */
+    int64_t bucket_us;
+    sl_pace_bucket buckets[SL_PACE_BUCKETS];
 } sl_pace;
+
+/* A tenant's waiting jobs at now_us, as a departure counts them. */
+typedef struct sl_pace_due {
+    int64_t now_us;
+    int64_t count;   /* whose slot has come (the one to leave included) */
+    int64_t stale;   /* of them, whose slot came rules.fleet_fresh_us ago or more */
+    int64_t next_us; /* when the next one's slot comes; INT64_MAX: none claimed */
+    bool backlog;    /* the queue had more at the last claim: more slots will come */
+} sl_pace_due;
 
 /* The pace of a tenant of rate_milli (jobs per 1,000 s, > 0). */
 sl_pace_rules sl_pace_rules_for(int64_t rate_milli);
@@ -65,13 +126,27 @@ bool sl_pace_reset(sl_pace *p, const sl_pace_rules *r);
 /* Frees p's log; p is then zeroed. */
 void sl_pace_free(sl_pace *p);
 
-/* The earliest departure time of the next job (a job still never leaves
- * before its slot: the caller's rule). A zeroed sl_pace allows any time
- * (INT64_MIN). */
-int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r);
+/* The earliest departure time of the next job, with `due` waiting (a job
+ * still never leaves before its slot: the caller's rule); later than
+ * due.now_us when it may not leave then. Held by the fleet's rule, it is
+ * no later than due.next_us, when the debt grows and the answer may
+ * change. A zeroed sl_pace allows any time (INT64_MIN). */
+int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due);
 
-/* Records a departure at departed_us, no earlier than sl_pace_allows_at. */
-void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t departed_us);
+/* Records the departure at due.now_us (no earlier than sl_pace_allows_at)
+ * of the job of slot_us on the schedule's clock (Redis's: the gaps between
+ * a process's slots are exact there, whatever this host's estimate of
+ * Redis's clock did), `due` waiting, itself included. */
+void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, sl_pace_due due);
+
+/* Notes the claim of the job of schedule slot slot_us (local_slot_us on
+ * this host's clock), claimed at claim_now_us (both on Redis's clock),
+ * after the job of slot previous_us (INT64_MIN: none waits; then after the
+ * last departure, or before any, after the claim's now). A gap between
+ * them while the schedule ran ahead of now holds others' slots: this
+ * process is in a fleet. */
+void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
+                     int64_t claim_now_us, int64_t slot_us, int64_t local_slot_us);
 
 /* The most departures so paced (with the log) in any window of window_us
  * (half-open): r->most_in_window in r->window_us. */
