@@ -20,17 +20,10 @@
 
 #include "base/metrics.h"
 #include "config/redis_url.h"
+#include "redis/redis_callbacks.h"
 #include "redis/redis_conn.h"
 
 typedef struct sl_redis_client sl_redis_client;
-
-/* ready: commands may go (standalone and Sentinel: connected, scripts
- * loaded; Cluster: the slot map is known). !ready: nothing can go now;
- * pending callbacks have had NULL. */
-typedef void (*sl_redis_client_ready_fn)(void *arg, bool ready);
-/* The set of primaries changed (the first map, a failover, a new shard):
- * what must be done on every primary (subscriptions, scans) starts over. */
-typedef void (*sl_redis_client_nodes_fn)(void *arg);
 
 /* Starts connecting to target (which must outlive the client), counting
  * troubles in metrics (NULL: not counted). on_nodes may be NULL; when the
