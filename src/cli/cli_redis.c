@@ -126,12 +126,15 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
             fprintf(stderr, "sluice %s: --redis: %s\n", command, err);
             return SL_CLI_USAGE;
         }
-        if (cli->own_target.mode != SL_REDIS_STANDALONE) { /* until the CLI routes them */
-            fprintf(stderr, "sluice %s: --redis: %s URLs are not available yet\n", command,
-                    cli->own_target.mode == SL_REDIS_CLUSTER ? "Redis Cluster" : "Sentinel");
-            return SL_CLI_USAGE;
-        }
         cli->target = &cli->own_target;
+    }
+    /* The daemon routes these (config accepts a cluster); the CLI's one
+     * link does not yet. */
+    if (cli->target->mode != SL_REDIS_STANDALONE) {
+        fprintf(stderr, "sluice %s: %s: %s URLs are not available to the CLI yet\n", command,
+                opts->config_path ? opts->config_path : "--redis",
+                cli->target->mode == SL_REDIS_CLUSTER ? "Redis Cluster" : "Sentinel");
+        return SL_CLI_USAGE;
     }
     if (opts->prefix)
         prefix = opts->prefix;
