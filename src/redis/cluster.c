@@ -504,6 +504,16 @@ static void node_free(node *n)
     }
 }
 
+/* Whether slot has the same primary (by address) in a and b. */
+static bool same_owner(const sl_cluster_map *a, const sl_cluster_map *b, size_t slot)
+{
+    uint16_t x = a->owner[slot], y = b->owner[slot];
+    if (x == SL_CLUSTER_NO_OWNER || y == SL_CLUSTER_NO_OWNER)
+        return x == y;
+    return a->primaries[x].port == b->primaries[y].port &&
+           strcmp(a->primaries[x].host, b->primaries[y].host) == 0;
+}
+
 /* Puts map m (taken) in place: primaries kept keep their connection, new
  * ones are connected, gone ones closed. */
 static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
@@ -524,6 +534,11 @@ static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
             changed = true;
         }
     }
+    size_t moved = 0;
+    for (size_t slot = 0; slot < SL_CLUSTER_SLOTS && c->map.primary_count; slot++)
+        moved += !same_owner(&c->map, m, slot);
+    if (moved && c->map.primary_count)
+        SL_LOG(SL_LOG_INFO, "msg=\"redis cluster slot map changed\" slots=%zu", moved);
     node **old_nodes = c->nodes;
     size_t old_count = c->map.primary_count;
     sl_cluster_map_clear(&c->map);
