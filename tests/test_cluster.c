@@ -14,6 +14,7 @@
 #include "process.h"
 #include "redis/cluster.h"
 #include "redis/cluster_slots.h"
+#include "event_wait.h"
 #include "redis_cluster.h"
 
 static rc_cluster cluster;
@@ -64,15 +65,10 @@ static void on_reply(redisReply *reply, void *arg)
         snprintf(box->str, sizeof box->str, "%s", reply->str);
 }
 
-/* Runs the loop until *flag holds (at most 15 s, in 10 ms turns). */
+/* Runs the loop until *flag holds (at most 15 s). */
 static void run_until(struct event_base *base, const bool *flag, const char *what)
 {
-    for (int i = 0; i < 1500 && !*flag; i++) {
-        struct timeval tv = {0, 10000};
-        event_base_loopexit(base, &tv);
-        event_base_dispatch(base);
-    }
-    cr_assert(*flag, "%s", what);
+    cr_assert(event_wait(base, flag, 15000), "%s", what);
 }
 
 /* A cluster, and a router on it, ready. */
@@ -277,9 +273,7 @@ static double set_until_served(run *r, const char *key)
             return seconds_since(&t0);
         /* NULL (a lost connection, or a chain past its deadline) or an
          * error: the caller's to retry, as the daemon does */
-        struct timeval tv = {0, 100000};
-        event_base_loopexit(r->base, &tv);
-        event_base_dispatch(r->base);
+        event_run_for(r->base, 100);
     }
     cr_assert_fail("%s never served again", key);
     return 0;
@@ -303,11 +297,8 @@ Test(cluster, failover_then_kill_9_the_promoted_replica_serves)
     double took = set_until_served(&r, key);
     cr_log_info("CLUSTER FAILOVER: served again after %.2f s", took);
     cr_assert_str_eq(get(&r, key).str, "after");
-    for (int i = 0; i < 300 && r.nodes == nodes_before; i++) {
-        struct timeval tv = {0, 10000};
-        event_base_loopexit(r.base, &tv);
-        event_base_dispatch(r.base);
-    }
+    for (int i = 0; i < 300 && r.nodes == nodes_before; i++)
+        event_run_for(r.base, 10);
     cr_assert_gt(r.nodes, nodes_before, "the new set of primaries was announced");
     cr_assert_eq(sl_redis_cluster_primary_count(r.router), 3);
 

@@ -141,20 +141,28 @@ Test(daemon_cluster, tenants_on_every_shard_all_delivered)
         assert_drained(tenants[t]);
 }
 
+/* A tenant on primary p (its name in tenant) with 150 jobs TAG-i at
+ * 50/s, and a daemon delivering them, under way. */
+static daemon_process run_busy_tenant(int p, char *tenant, size_t size, const char *tag)
+{
+    tenant_on(p, tenant, size);
+    push_jobs(p, tenant, tag, 150);
+    const char *config = write_config(
+        "{\"%s\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50}}", tenant, sink.port);
+    daemon_process d = daemon_env_run(dir, config, NULL);
+    redisContext *c = rc_connect(&cluster, p);
+    cr_assert(wait_under_way(c, tenant, &sink, 0, 10000), "nothing under way");
+    redisFree(c);
+    return d;
+}
+
 Test(daemon_cluster, a_busy_tenant_s_slot_moves_mid_run)
 {
     rc_roles(&cluster);
     int from = rc_other_primary(&cluster, -1), to = rc_other_primary(&cluster, from);
     char tenant[16];
-    tenant_on(from, tenant, sizeof tenant);
+    daemon_process d = run_busy_tenant(from, tenant, sizeof tenant, "m");
     unsigned slot = sl_cluster_key_slot(tenant, strlen(tenant));
-    push_jobs(from, tenant, "m", 150);
-    const char *config = write_config(
-        "{\"%s\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50}}", tenant, sink.port);
-    daemon_process d = daemon_env_run(dir, config, NULL);
-    redisContext *c = rc_connect(&cluster, from);
-    cr_assert(wait_under_way(c, tenant, &sink, 0, 10000), "nothing under way");
-    redisFree(c);
     /* Migrating, with the keys still on `from`: deliveries go on. Once
      * they have moved, claims meet ASK, and TRYAGAIN from the importing
      * node for a claim whose keys do not all exist there (Redis's rule
@@ -180,14 +188,7 @@ Test(daemon_cluster, a_primary_killed_mid_run_its_replica_takes_over)
     int heir = rc_replica(&cluster, p);
     cr_assert_geq(heir, 0);
     char tenant[16];
-    tenant_on(p, tenant, sizeof tenant);
-    push_jobs(p, tenant, "f", 150);
-    const char *config = write_config(
-        "{\"%s\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 50}}", tenant, sink.port);
-    daemon_process d = daemon_env_run(dir, config, NULL);
-    redisContext *c = rc_connect(&cluster, p);
-    cr_assert(wait_under_way(c, tenant, &sink, 0, 10000), "nothing under way");
-    redisFree(c);
+    daemon_process d = run_busy_tenant(p, tenant, sizeof tenant, "f");
     cr_assert_lt(wait_deliveries(20), 150, "the run would be over before the kill");
     struct timespec killed;
     clock_gettime(CLOCK_REALTIME, &killed);

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "redis/redis_client.h"
+#include "event_wait.h"
 #include "redis_server.h"
 
 static rs_server server;
@@ -76,12 +77,7 @@ static void on_reply(redisReply *reply, void *arg)
 /* Runs the loop until *flag holds (at most 10 s, in 10 ms turns). */
 static void run_until(struct event_base *base, const bool *flag, const char *what)
 {
-    for (int i = 0; i < 1000 && !*flag; i++) {
-        struct timeval tv = {0, 10000};
-        event_base_loopexit(base, &tv);
-        event_base_dispatch(base);
-    }
-    cr_assert(*flag, "%s", what);
+    cr_assert(event_wait(base, flag, 10000), "%s", what);
 }
 
 static sl_redis_target target_of(const rs_server *s)
