@@ -15,6 +15,7 @@
 #include "redis/cluster.h"
 #include "redis/cluster_slots.h"
 #include "event_wait.h"
+#include "reply_box.h"
 #include "redis_cluster.h"
 
 static rc_cluster cluster;
@@ -42,27 +43,6 @@ static void on_ready(void *arg, bool ready)
 static void on_nodes(void *arg)
 {
     ((run *)arg)->nodes++;
-}
-
-typedef struct reply_box {
-    bool came;
-    bool lost; /* NULL: did not complete */
-    int type;
-    long long integer;
-    char str[128];
-} reply_box;
-
-static void on_reply(redisReply *reply, void *arg)
-{
-    reply_box *box = arg;
-    box->came = true;
-    box->lost = reply == NULL;
-    if (!reply)
-        return;
-    box->type = reply->type;
-    box->integer = reply->integer;
-    if (reply->str)
-        snprintf(box->str, sizeof box->str, "%s", reply->str);
 }
 
 /* Runs the loop until *flag holds (at most 15 s). */
@@ -95,7 +75,7 @@ static void finish(run *r)
 static reply_box call(run *r, const char *key, int argc, const char **argv)
 {
     reply_box box = {0};
-    cr_assert(sl_redis_cluster_send(r->router, key, argc, argv, NULL, on_reply, &box),
+    cr_assert(sl_redis_cluster_send(r->router, key, argc, argv, NULL, reply_box_fill, &box),
               "%s could not go", argv[0]);
     run_until(r->base, &box.came, "a reply");
     return box;
@@ -180,7 +160,7 @@ Test(cluster, commands_reach_the_owner_on_every_shard)
     for (size_t i = 0; i < sl_redis_cluster_primary_count(r.router); i++) {
         const char *argv[] = {"DBSIZE"};
         reply_box dbsize = {0};
-        cr_assert(sl_redis_cluster_send_to(r.router, i, 1, argv, NULL, on_reply, &dbsize));
+        cr_assert(sl_redis_cluster_send_to(r.router, i, 1, argv, NULL, reply_box_fill, &dbsize));
         run_until(r.base, &dbsize.came, "DBSIZE");
         cr_assert_eq(dbsize.integer, 1, "one key on each primary");
     }

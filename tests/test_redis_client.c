@@ -10,6 +10,7 @@
 
 #include "redis/redis_client.h"
 #include "event_wait.h"
+#include "reply_box.h"
 #include "redis_server.h"
 
 static rs_server server;
@@ -47,33 +48,6 @@ static void on_nodes(void *arg)
     r->ready_at_nodes = sl_redis_client_ready(r->client);
 }
 
-typedef struct reply_box {
-    bool came;
-    bool lost;      /* the reply was NULL */
-    int type;
-    long long integer;
-    char str[64];
-} reply_box;
-
-static void on_reply(redisReply *reply, void *arg)
-{
-    reply_box *box = arg;
-    box->came = true;
-    box->lost = reply == NULL;
-    if (!reply)
-        return;
-    box->type = reply->type;
-    box->integer = reply->integer;
-    const redisReply *first = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
-                                  ? reply->element[0] : NULL;
-    if (first && first->str)
-        snprintf(box->str, sizeof box->str, "%s", first->str);
-    else if (first)
-        box->integer = first->integer;
-    else if (reply->str)
-        snprintf(box->str, sizeof box->str, "%s", reply->str);
-}
-
 /* Runs the loop until *flag holds (at most 10 s, in 10 ms turns). */
 static void run_until(struct event_base *base, const bool *flag, const char *what)
 {
@@ -101,7 +75,7 @@ Test(redis_client, ready_sends_with_and_without_a_key_and_to_primary_0)
     cr_assert_not(sl_redis_client_ready(r.client));
     cr_assert_eq(sl_redis_client_primary_count(r.client), 0, "no primary before the connect");
     const char *ping[] = {"PING"};
-    cr_assert_not(sl_redis_client_send(r.client, NULL, 1, ping, NULL, on_reply, &(reply_box){0}),
+    cr_assert_not(sl_redis_client_send(r.client, NULL, 1, ping, NULL, reply_box_fill, &(reply_box){0}),
                   "nothing goes before ready");
 
     run_until(base, &r.ready, "ready");
@@ -117,17 +91,17 @@ Test(redis_client, ready_sends_with_and_without_a_key_and_to_primary_0)
 
     const char *set[] = {"SET", "sluice:{acme}:x", "7"};
     reply_box set_box = {0};
-    cr_assert(sl_redis_client_send(r.client, "sluice:{acme}:x", 3, set, NULL, on_reply, &set_box));
+    cr_assert(sl_redis_client_send(r.client, "sluice:{acme}:x", 3, set, NULL, reply_box_fill, &set_box));
     const char *incr[] = {"INCR", "sluice:{acme}:x"};
     reply_box incr_box = {0};
-    cr_assert(sl_redis_client_send(r.client, "sluice:{acme}:x", 2, incr, NULL, on_reply, &incr_box));
+    cr_assert(sl_redis_client_send(r.client, "sluice:{acme}:x", 2, incr, NULL, reply_box_fill, &incr_box));
     const char *time_argv[] = {"TIME"};
     reply_box time_box = {0};
-    cr_assert(sl_redis_client_send(r.client, NULL, 1, time_argv, NULL, on_reply, &time_box));
+    cr_assert(sl_redis_client_send(r.client, NULL, 1, time_argv, NULL, reply_box_fill, &time_box));
     const char *dbsize[] = {"DBSIZE"};
     reply_box size_box = {0};
-    cr_assert(sl_redis_client_send_to(r.client, 0, 1, dbsize, NULL, on_reply, &size_box));
-    cr_assert_not(sl_redis_client_send_to(r.client, 1, 1, dbsize, NULL, on_reply, &size_box),
+    cr_assert(sl_redis_client_send_to(r.client, 0, 1, dbsize, NULL, reply_box_fill, &size_box));
+    cr_assert_not(sl_redis_client_send_to(r.client, 1, 1, dbsize, NULL, reply_box_fill, &size_box),
                   "there is no primary 1");
     run_until(base, &size_box.came, "DBSIZE answered");
     cr_assert(set_box.came && incr_box.came && time_box.came, "replies come in order");
@@ -156,7 +130,7 @@ Test(redis_client, a_killed_server_gives_null_replies_and_a_new_one_new_nodes)
      * then on_ready(false), and nothing can go. */
     const char *blpop[] = {"BLPOP", "sluice:{acme}:never", "3"};
     reply_box box = {0};
-    cr_assert(sl_redis_client_send(r.client, "sluice:{acme}:never", 3, blpop, NULL, on_reply, &box));
+    cr_assert(sl_redis_client_send(r.client, "sluice:{acme}:never", 3, blpop, NULL, reply_box_fill, &box));
     for (int i = 0; i < 5; i++) { /* let the command reach the server */
         struct timeval tv = {0, 10000};
         event_base_loopexit(base, &tv);
@@ -177,8 +151,8 @@ Test(redis_client, a_killed_server_gives_null_replies_and_a_new_one_new_nodes)
     cr_assert_eq(sl_redis_client_primary_count(r.client), 0);
     cr_assert_null(sl_redis_client_sha(r.client, "claim"));
     const char *ping[] = {"PING"};
-    cr_assert_not(sl_redis_client_send(r.client, NULL, 1, ping, NULL, on_reply, &box));
-    cr_assert_not(sl_redis_client_send_to(r.client, 0, 1, ping, NULL, on_reply, &box));
+    cr_assert_not(sl_redis_client_send(r.client, NULL, 1, ping, NULL, reply_box_fill, &box));
+    cr_assert_not(sl_redis_client_send_to(r.client, 0, 1, ping, NULL, reply_box_fill, &box));
 
     /* The server back on its port: ready again, the primaries announced
      * again (after a reconnect the node may be another one). */
@@ -188,7 +162,7 @@ Test(redis_client, a_killed_server_gives_null_replies_and_a_new_one_new_nodes)
     cr_assert_eq(r.nodes, 2, "on_nodes again for the new connection");
     cr_assert_eq(r.count_at_nodes, 1);
     reply_box pong = {0};
-    cr_assert(sl_redis_client_send(r.client, NULL, 1, ping, NULL, on_reply, &pong));
+    cr_assert(sl_redis_client_send(r.client, NULL, 1, ping, NULL, reply_box_fill, &pong));
     run_until(base, &pong.came, "PING answered");
     cr_assert_str_eq(pong.str, "PONG");
 
@@ -208,14 +182,14 @@ Test(redis_client, noscript_reloads_the_scripts)
     run_until(base, &r.ready, "ready");
     const char *flush[] = {"SCRIPT", "FLUSH"};
     reply_box flushed = {0};
-    cr_assert(sl_redis_client_send(r.client, NULL, 2, flush, NULL, on_reply, &flushed));
+    cr_assert(sl_redis_client_send(r.client, NULL, 2, flush, NULL, reply_box_fill, &flushed));
     run_until(base, &flushed.came, "SCRIPT FLUSH answered");
     sl_redis_client_reload_scripts(r.client, "sluice:{acme}:queue");
     cr_assert_not(r.ready, "not ready while the scripts load");
     run_until(base, &r.ready, "ready again with the scripts");
     const char *exists[] = {"SCRIPT", "EXISTS", sl_redis_client_sha(r.client, "claim")};
     reply_box found = {0};
-    cr_assert(sl_redis_client_send(r.client, NULL, 3, exists, NULL, on_reply, &found));
+    cr_assert(sl_redis_client_send(r.client, NULL, 3, exists, NULL, reply_box_fill, &found));
     run_until(base, &found.came, "SCRIPT EXISTS answered");
     cr_assert_eq(found.type, REDIS_REPLY_ARRAY);
     cr_assert_eq(found.integer, 1, "the claim script is loaded again");
