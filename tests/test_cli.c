@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_run.h"
 #include "config_file.h"
 #include "daemon_process.h"
 #include "redis_fixture.h"
@@ -46,48 +47,7 @@ TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
  * stderr land together in `out`. Returns the exit code. */
 static int run_args(const char *in, const char *const *args)
 {
-    const char *bin = getenv("SLUICE_BIN");
-    cr_assert_not_null(bin, "SLUICE_BIN is not set");
-    char *argv[64];
-    size_t argc = 0;
-    argv[argc++] = strdup(bin);
-    for (; args[argc - 1] && argc < 63; argc++)
-        argv[argc] = strdup(args[argc - 1]);
-    argv[argc] = NULL;
-    int to_child[2], from_child[2];
-    cr_assert(pipe(to_child) == 0 && pipe(from_child) == 0);
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        dup2(to_child[0], 0);
-        dup2(from_child[1], 1);
-        dup2(from_child[1], 2);
-        close(to_child[0]);
-        close(to_child[1]);
-        close(from_child[0]);
-        close(from_child[1]);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    for (size_t i = 0; i < argc; i++)
-        free(argv[i]);
-    close(to_child[0]);
-    close(from_child[1]);
-    if (in && write(to_child[1], in, strlen(in)) < 0)
-        cr_log_warn("stdin: short write");
-    close(to_child[1]);
-    size_t used = 0;
-    ssize_t n;
-    char scratch[4096];
-    while ((n = read(from_child[0], used < OUT_MAX - 1 ? out + used : scratch,
-                     used < OUT_MAX - 1 ? OUT_MAX - 1 - used : sizeof scratch)) > 0)
-        if (used < OUT_MAX - 1)
-            used += (size_t)n;
-    out[used] = '\0';
-    close(from_child[0]);
-    int status;
-    cr_assert(waitpid(pid, &status, 0) == pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return cli_run(in, args, out, OUT_MAX);
 }
 
 #define RUN(in, ...) run_args(in, (const char *const[]){__VA_ARGS__, NULL})

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_run.h"
 #include "config_file.h"
 #include "daemon_env.h"
 #include "delivery_checks.h"
@@ -216,4 +217,49 @@ Test(daemon_cluster, a_primary_killed_mid_run_its_replica_takes_over)
     sink_requests_free(reqs, got);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     assert_drained(tenant);
+}
+
+/* The number after "\"tenant\":\"NAME\",\"queued\":" in stats --json. */
+static long queued_in(const char *json, const char *tenant)
+{
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"tenant\":\"%s\",\"queued\":", tenant);
+    const char *at = strstr(json, needle);
+    cr_assert_not_null(at, "%s not in %s", tenant, json);
+    return strtol(at + strlen(needle), NULL, 10);
+}
+
+Test(daemon_cluster, the_cli_pushes_shows_and_handles_dead_letters_on_every_shard)
+{
+    char url[256], out[8192], tenants[3][16];
+    rc_url(&cluster, 2, url, sizeof url);
+    int shard = 0;
+    for (int i = 0; i < RC_NODES && shard < 3; i++)
+        if (cluster.nodes[i].primary)
+            tenant_on(i, tenants[shard++], sizeof tenants[0]);
+    for (int t = 0; t < 3; t++) {
+        int code = cli_run("{\"id\":\"a\",\"body\":1}\n{\"id\":\"b\",\"body\":2}\n",
+                           (const char *const[]){"push", "--redis", url, tenants[t], "-", NULL},
+                           out, sizeof out);
+        cr_assert_eq(code, 0, "push %s: %s", tenants[t], out);
+    }
+    int code = cli_run(NULL, (const char *const[]){"stats", "--redis", url, "--json", NULL}, out,
+                       sizeof out);
+    cr_assert_eq(code, 0, "stats: %s", out);
+    for (int t = 0; t < 3; t++)
+        cr_assert_eq(queued_in(out, tenants[t]), 2, "%s's jobs, on its own shard", tenants[t]);
+    code = cli_run(NULL, (const char *const[]){"stats", "--redis", url, tenants[1], "--json", NULL},
+                   out, sizeof out);
+    cr_assert_eq(code, 0, "stats %s: %s", tenants[1], out);
+    cr_assert_eq(queued_in(out, tenants[1]), 2);
+    code = cli_run(NULL, (const char *const[]){"dlq", "list", "--redis", url, tenants[2], NULL},
+                   out, sizeof out);
+    cr_assert_eq(code, 0, "dlq list: %s", out);
+    code = cli_run(NULL, (const char *const[]){"tenant", "pause", "--redis", url, tenants[0], NULL},
+                   out, sizeof out);
+    cr_assert_eq(code, 0, "tenant pause: %s", out);
+    code = cli_run(NULL, (const char *const[]){"tenant", "show", "--redis", url, tenants[0], NULL},
+                   out, sizeof out);
+    cr_assert_eq(code, 0, "tenant show: %s", out);
+    cr_assert(strstr(out, "paused"), "%s", out);
 }

@@ -312,11 +312,12 @@ int sl_cli_dlq(int argc, char **argv)
     if (code == SL_CLI_OK) {
         sl_tenant_keys keys;
         sl_tenant_keys_init(&keys, cli.prefix, tenant);
-        if (is_list)
+        code = sl_cli_route(&cli, keys.dlq);
+        if (code == SL_CLI_OK && is_list)
             code = dlq_list(&cli, &keys, limit, opts.json);
-        else if (is_replay)
+        else if (code == SL_CLI_OK && is_replay)
             code = dlq_replay(&cli, &keys, tenant, count);
-        else
+        else if (code == SL_CLI_OK)
             code = dlq_purge(&cli, &keys, tenant);
     }
     sl_cli_close(&cli);

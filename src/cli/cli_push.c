@@ -143,11 +143,16 @@ static int validate(const job_list *jobs, const sl_job_rules *rules)
 
 /* LPUSH in batches of PUSH_BATCH plus one SADD, in one pipeline and one
  * MULTI/EXEC: either every job is queued or none is, so a failed push can
- * be repeated without duplicating part of it. */
+ * be repeated without duplicating part of it. In a Redis Cluster the
+ * tenants set lives in another slot than the queue, so the SADD (a
+ * discovery aid; the daemon and stats also scan every primary for
+ * queues) follows the transaction on its own. */
 static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
 {
     sl_tenant_keys keys;
     sl_tenant_keys_init(&keys, cli->prefix, tenant);
+    if (sl_cli_route(cli, keys.queue) != SL_CLI_OK)
+        return SL_CLI_RUNTIME;
     const char **argv = malloc((PUSH_BATCH + 2) * sizeof *argv);
     size_t *lens = malloc((PUSH_BATCH + 2) * sizeof *lens);
     if (!argv || !lens) {
@@ -177,9 +182,11 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
     free(lens);
     char tenants_key[SL_KEY_MAX];
     snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
-    queued = queued &&
-             sl_cli_append(cli, "SADD %s %s", tenants_key, tenant);
-    commands++;
+    bool sadd_apart = cli->map != NULL;
+    if (!sadd_apart) {
+        queued = queued && sl_cli_append(cli, "SADD %s %s", tenants_key, tenant);
+        commands++;
+    }
     if (!queued || !sl_cli_append(cli, "EXEC"))
         return SL_CLI_RUNTIME;
     /* MULTI's +OK and one +QUEUED per command; an error there aborts EXEC. */
@@ -202,11 +209,21 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
                 fprintf(stderr, "sluice push: redis %s: %s\n", cli->address, r->str);
                 code = SL_CLI_RUNTIME;
             } else if (r->type != REDIS_REPLY_INTEGER) {
-                code = sl_cli_unexpected(cli, i + 1 < commands ? "LPUSH" : "SADD");
+                code = sl_cli_unexpected(cli, i + 1 < commands || sadd_apart ? "LPUSH" : "SADD");
             }
         }
     }
     freeReplyObject(exec);
+    if (code == SL_CLI_OK && sadd_apart) {
+        redisReply *sadd = NULL;
+        if (sl_cli_route(cli, tenants_key) != SL_CLI_OK ||
+            !sl_cli_append(cli, "SADD %s %s", tenants_key, tenant) || !(sadd = sl_cli_reply(cli)))
+            code = SL_CLI_RUNTIME;
+        else if (sadd->type != REDIS_REPLY_INTEGER)
+            code = sl_cli_unexpected(cli, "SADD");
+        if (sadd)
+            freeReplyObject(sadd);
+    }
     return code;
 }
 

@@ -128,12 +128,9 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
         }
         cli->target = &cli->own_target;
     }
-    /* The daemon routes these (config accepts a cluster); the CLI's one
-     * link does not yet. */
-    if (cli->target->mode != SL_REDIS_STANDALONE) {
-        fprintf(stderr, "sluice %s: %s: %s URLs are not available to the CLI yet\n", command,
-                opts->config_path ? opts->config_path : "--redis",
-                cli->target->mode == SL_REDIS_CLUSTER ? "Redis Cluster" : "Sentinel");
+    if (cli->target->mode == SL_REDIS_SENTINEL) { /* until the CLI follows it */
+        fprintf(stderr, "sluice %s: %s: Sentinel URLs are not available yet\n", command,
+                opts->config_path ? opts->config_path : "--redis");
         return SL_CLI_USAGE;
     }
     if (opts->prefix)
@@ -305,21 +302,11 @@ static int setup_command(sl_cli *cli, const char *what, int argc, const char **a
     return code;
 }
 
-int sl_cli_connect(sl_cli *cli)
+/* Connects the link to t (one server, or one node of a cluster),
+ * authenticates and selects the database. */
+static int connect_node(sl_cli *cli, const sl_redis_target *t)
 {
-    const sl_redis_target *t = cli->target;
-    /* A server that closes while a command is written must not kill the
-     * process before the message says so. */
-    signal(SIGPIPE, SIG_IGN);
-    if (t->tls && t->tls_options.no_verify)
-        fprintf(stderr, "sluice %s: warning: redis_tls.verify is false: the server's "
-                        "certificate is not checked\n", cli->command);
-    cli->base = event_base_new();
-    if (!cli->base) {
-        fprintf(stderr, "sluice %s: cannot connect to Redis at %s: out of memory\n",
-                cli->command, cli->address);
-        return SL_CLI_RUNTIME;
-    }
+    cli->error[0] = '\0';
     cli->link = sl_redis_link_open(cli->base, t, &cli_timeouts, on_link_event, NULL, cli,
                                    cli->error, sizeof cli->error);
     while (cli->link && !sl_redis_link_up(cli->link))
@@ -352,6 +339,115 @@ int sl_cli_connect(sl_cli *cli)
     return SL_CLI_OK;
 }
 
+/* ---- Redis Cluster: the slot map, and the link moved to a key's owner - */
+
+/* The slot map, from the first seed that gives one. */
+static int read_map(sl_cli *cli)
+{
+    cli->map = malloc(sizeof *cli->map);
+    if (!cli->map) {
+        fprintf(stderr, "sluice %s: out of memory\n", cli->command);
+        return SL_CLI_RUNTIME;
+    }
+    for (size_t i = 0; i < cli->target->seed_count; i++) {
+        const sl_redis_seed *seed = &cli->target->seeds[i];
+        sl_redis_target_clear(&cli->node);
+        if (!sl_redis_target_node(cli->target, seed->host, seed->port, &cli->node)) {
+            fprintf(stderr, "sluice %s: out of memory\n", cli->command);
+            return SL_CLI_RUNTIME;
+        }
+        if (connect_node(cli, &cli->node) != SL_CLI_OK)
+            continue; /* said why; the next seed may answer */
+        redisReply *reply = sl_cli_command(cli, "CLUSTER SLOTS");
+        char err[256];
+        bool ok = sl_cluster_map_parse(reply, cli->node.host, cli->map, err, sizeof err);
+        if (!ok)
+            fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address,
+                    reply ? err : sl_cli_error(cli));
+        if (reply)
+            freeReplyObject(reply);
+        sl_redis_link_free(cli->link);
+        cli->link = NULL;
+        if (ok)
+            return SL_CLI_OK;
+    }
+    free(cli->map);
+    cli->map = NULL;
+    fprintf(stderr, "sluice %s: redis %s: no seed gave the cluster's slot map\n", cli->command,
+            cli->address);
+    return SL_CLI_RUNTIME;
+}
+
+/* Moves the link to primary i of the map, once every reply due on the
+ * link now has come (they stay in order for sl_cli_reply). */
+static int move_to(sl_cli *cli, size_t i)
+{
+    if (cli->link && cli->node_index == (int)i)
+        return SL_CLI_OK;
+    while (cli->awaited > 0 && cli->link)
+        event_base_loop(cli->base, EVLOOP_ONCE);
+    sl_redis_link_free(cli->link);
+    cli->link = NULL;
+    sl_redis_target_clear(&cli->node);
+    cli->node_index = -1;
+    const sl_cluster_node *p = &cli->map->primaries[i];
+    if (!sl_redis_target_node(cli->target, p->host, p->port, &cli->node)) {
+        fprintf(stderr, "sluice %s: out of memory\n", cli->command);
+        return SL_CLI_RUNTIME;
+    }
+    int code = connect_node(cli, &cli->node);
+    if (code == SL_CLI_OK)
+        cli->node_index = (int)i;
+    return code;
+}
+
+int sl_cli_connect(sl_cli *cli)
+{
+    const sl_redis_target *t = cli->target;
+    /* A server that closes while a command is written must not kill the
+     * process before the message says so. */
+    signal(SIGPIPE, SIG_IGN);
+    if (t->tls && t->tls_options.no_verify)
+        fprintf(stderr, "sluice %s: warning: redis_tls.verify is false: the server's "
+                        "certificate is not checked\n", cli->command);
+    cli->base = event_base_new();
+    if (!cli->base) {
+        fprintf(stderr, "sluice %s: cannot connect to Redis at %s: out of memory\n",
+                cli->command, cli->address);
+        return SL_CLI_RUNTIME;
+    }
+    cli->node_index = -1;
+    if (t->mode != SL_REDIS_CLUSTER)
+        return connect_node(cli, t);
+    int code = read_map(cli);
+    /* primary 0 until a command names its key: TIME goes anywhere */
+    return code == SL_CLI_OK ? move_to(cli, 0) : code;
+}
+
+int sl_cli_route(sl_cli *cli, const char *key)
+{
+    if (!cli->map)
+        return SL_CLI_OK;
+    unsigned slot = sl_cluster_key_slot(key, strlen(key));
+    uint16_t owner = cli->map->owner[slot];
+    if (owner == SL_CLUSTER_NO_OWNER) {
+        fprintf(stderr, "sluice %s: redis %s: no primary serves slot %u (of %s)\n", cli->command,
+                cli->address, slot, key);
+        return SL_CLI_RUNTIME;
+    }
+    return move_to(cli, owner);
+}
+
+size_t sl_cli_primary_count(const sl_cli *cli)
+{
+    return cli->map ? cli->map->primary_count : 1;
+}
+
+int sl_cli_route_primary(sl_cli *cli, size_t i)
+{
+    return cli->map ? move_to(cli, i) : SL_CLI_OK;
+}
+
 void sl_cli_close(sl_cli *cli)
 {
     sl_redis_link_free(cli->link); /* pending replies are collected as NULL */
@@ -363,6 +459,10 @@ void sl_cli_close(sl_cli *cli)
         cli->replies_count--;
     }
     free(cli->replies);
+    if (cli->map)
+        sl_cluster_map_clear(cli->map);
+    free(cli->map);
+    sl_redis_target_clear(&cli->node);
     if (cli->base)
         event_base_free(cli->base);
     free(cli->address);

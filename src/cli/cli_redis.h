@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "config/redis_url.h"
+#include "redis/cluster_slots.h"
 #include "redis/redis_link.h"
 
 enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
@@ -68,6 +69,9 @@ typedef struct sl_cli {
     char prefix[72];
     struct event_base *base; /* NULL until sl_cli_connect */
     sl_redis_link *link;  /* NULL until connected, and once lost */
+    sl_cluster_map *map;  /* Redis Cluster: the slot map read at connect; else NULL */
+    sl_redis_target node; /* Redis Cluster: the node the link is on */
+    int node_index;       /* its index among map's primaries; -1 none */
     redisReply **replies; /* come, not yet taken; NULL = lost before it came */
     size_t replies_head, replies_count, replies_cap;
     size_t awaited;       /* commands sent whose reply has not come */
@@ -80,9 +84,23 @@ typedef struct sl_cli {
 int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts);
 
 /* Connects (5 s timeout for connect and every reply), authenticates and
- * selects the database. SL_CLI_OK, or SL_CLI_RUNTIME after a message
+ * selects the database; with a Redis Cluster, reads the slot map from
+ * the first seed that answers and connects to a primary (sl_cli_route
+ * moves it). SL_CLI_OK, or SL_CLI_RUNTIME after a message
  * naming the redacted address. */
 int sl_cli_connect(sl_cli *cli);
+
+/* Redis Cluster (nothing otherwise): moves the connection to the primary
+ * that owns key's slot, once the replies due on the current one have
+ * come (sl_cli_reply still returns them in order). Every command after
+ * it must be about keys of that slot, or keyless. SL_CLI_OK, or
+ * SL_CLI_RUNTIME after a message. */
+int sl_cli_route(sl_cli *cli, const char *key);
+/* How many primaries hold keys (1 for one server), and moving the
+ * connection to primary i (as sl_cli_route): what every primary must
+ * answer (SCAN). */
+size_t sl_cli_primary_count(const sl_cli *cli);
+int sl_cli_route_primary(sl_cli *cli, size_t i);
 
 /* Disconnects and frees; safe on a zeroed or failed sl_cli. */
 void sl_cli_close(sl_cli *cli);

@@ -82,6 +82,8 @@ static int out_of_memory(void)
     return SL_CLI_RUNTIME;
 }
 
+static int scan_primary(sl_cli *cli, size_t p, const char *pattern, stats_list *list);
+
 /* Collects tenant names from the config, <prefix>:tenants and queue keys. */
 static int discover(sl_cli *cli, stats_list *list)
 {
@@ -89,7 +91,11 @@ static int discover(sl_cli *cli, stats_list *list)
         for (size_t i = 0; i < cli->config->tenant_count; i++)
             if (!add_tenant(list, cli->config->tenants[i].name))
                 return out_of_memory();
-    redisReply *reply = sl_cli_command(cli, "SMEMBERS %s:tenants", cli->prefix);
+    char tenants_key[SL_KEY_MAX];
+    snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
+    if (sl_cli_route(cli, tenants_key) != SL_CLI_OK)
+        return SL_CLI_RUNTIME;
+    redisReply *reply = sl_cli_command(cli, "SMEMBERS %s", tenants_key);
     if (!reply) {
         fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
@@ -104,8 +110,24 @@ static int discover(sl_cli *cli, stats_list *list)
         }
     }
     freeReplyObject(reply);
-    char cursor[32] = "0", pattern[SL_KEY_MAX];
+    char pattern[SL_KEY_MAX];
     snprintf(pattern, sizeof pattern, "%s:{*}:queue", cli->prefix);
+    /* every primary's keys (a Redis Cluster's shards) */
+    for (size_t p = 0; p < sl_cli_primary_count(cli); p++) {
+        int code = scan_primary(cli, p, pattern, list);
+        if (code != SL_CLI_OK)
+            return code;
+    }
+    return SL_CLI_OK;
+}
+
+/* Adds the tenant of every queue key on primary p. */
+static int scan_primary(sl_cli *cli, size_t p, const char *pattern, stats_list *list)
+{
+    if (sl_cli_route_primary(cli, p) != SL_CLI_OK)
+        return SL_CLI_RUNTIME;
+    char cursor[32] = "0";
+    redisReply *reply;
     do {
         reply = sl_cli_command(cli, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
         if (!reply) {
@@ -182,7 +204,8 @@ static int measure(sl_cli *cli, stats_list *list)
     for (size_t i = 0; i < list->count; i++) {
         sl_tenant_keys keys;
         sl_tenant_keys_init(&keys, cli->prefix, list->items[i].name);
-        if (!sl_cli_append(cli, "LLEN %s", keys.queue) ||
+        if (sl_cli_route(cli, keys.queue) != SL_CLI_OK ||
+            !sl_cli_append(cli, "LLEN %s", keys.queue) ||
             !sl_cli_append(cli, "ZCARD %s", keys.inflight) ||
             !sl_cli_append(cli, "ZCARD %s", keys.retry) ||
             !sl_cli_append(cli, "LLEN %s", keys.dlq) ||

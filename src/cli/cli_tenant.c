@@ -249,6 +249,8 @@ static int apply_changes(sl_cli *cli, const char *tenant, change *changes, size_
 {
     sl_tenant_keys keys;
     sl_tenant_keys_init(&keys, cli->prefix, tenant);
+    if (sl_cli_route(cli, keys.settings) != SL_CLI_OK)
+        return SL_CLI_RUNTIME;
     char by[BY_MAX];
     if (by_opt)
         snprintf(by, sizeof by, "%s", by_opt);
@@ -297,7 +299,9 @@ static int read_shown(sl_cli *cli, const char *tenant, shown *out)
 {
     sl_tenant_keys keys;
     sl_tenant_keys_init(&keys, cli->prefix, tenant);
-    int code = read_settings(cli, &keys, &out->s);
+    int code = sl_cli_route(cli, keys.settings);
+    if (code == SL_CLI_OK)
+        code = read_settings(cli, &keys, &out->s);
     if (code == SL_CLI_OK)
         code = redis_now_ms(cli, &out->now_ms);
     if (code != SL_CLI_OK)
