@@ -88,7 +88,6 @@ struct sl_redis_cluster {
     bool ready, closing;
     char sha[SCRIPT_COUNT][41];
     req_queue backoff; /* waiting for a timer before routing again */
-    size_t keyless_next;
     /* The probe: a link of its own to one address after another. */
     struct event *refresh_timer;
     sl_redis_link *probe;
@@ -266,20 +265,19 @@ static bool back_off(request *r)
 static void refresh_soon(sl_redis_cluster *c, long delay_ms);
 
 /* Where a request goes now: the owner of its slot, or for a keyless one
- * the next connected primary. NULL if no one serves the slot. */
+ * the first connected primary. NULL if no one serves the slot. */
 static node *pick(sl_redis_cluster *c, const request *r)
 {
     if (r->asking)
         return r->at;
     if (r->slot == KEYLESS) {
+        /* The first connected primary, the same one while it stays so:
+         * the daemon's TIME probes then read one host's clock, not a
+         * different (NTP-close, not equal) one each time. */
         size_t count = c->map.primary_count;
-        for (size_t i = 0; i < count; i++) {
-            node *n = c->nodes[(c->keyless_next + i) % count];
-            if (n && sl_redis_conn_ready(n->conn)) {
-                c->keyless_next = (c->keyless_next + i + 1) % count;
-                return n;
-            }
-        }
+        for (size_t i = 0; i < count; i++)
+            if (c->nodes[i] && sl_redis_conn_ready(c->nodes[i]->conn))
+                return c->nodes[i];
         return count ? c->nodes[0] : NULL;
     }
     uint16_t owner = c->map.owner[r->slot];

@@ -35,9 +35,13 @@
  * tell it when one shard of many is back.
  *
  * Time: the daemon's Redis clock (daemon/redis_clock.c) sends TIME with
- * no key, to one primary. The nodes of a cluster are assumed to share a
- * clock (one machine here, NTP-synced hosts in production), so any
- * primary's TIME serves every tenant. */
+ * no key; a keyless command goes to the first connected primary, the same
+ * one while it stays connected. The nodes of a cluster are assumed to
+ * share a clock (one machine here, NTP-synced hosts in production: within
+ * a few milliseconds), so that primary's TIME serves every tenant. A
+ * tenant's slots come from its own node's TIME (in the scripts); nodes
+ * whose clocks differ by d shift that tenant's departures by d, a
+ * constant offset, never a burst, since the probed node does not hop. */
 #ifndef SLUICE_REDIS_CLUSTER_H
 #define SLUICE_REDIS_CLUSTER_H
 
