@@ -310,3 +310,28 @@ Test(cluster, failover_then_kill_9_the_promoted_replica_serves)
     cr_assert(heir_known, "the promoted replica is a primary of the router");
     finish(&r);
 }
+
+Test(cluster, a_command_for_a_shard_gone_for_good_gets_null_at_the_chain_deadline)
+{
+    run r = {0};
+    start(&r);
+    int p = rc_other_primary(&cluster, -1);
+    int replica = rc_replica(&cluster, p);
+    cr_assert_geq(replica, 0);
+    char key[32];
+    key_on(p, key, sizeof key);
+    set(&r, key, "v");
+    /* the shard and its replica gone: no failover can save it */
+    rc_kill(&cluster, replica);
+    rc_kill(&cluster, p);
+    const char *argv[] = {"SET", key, "w"};
+    /* The first may still go on the dying connection (NULL: lost); the
+     * next waits for a primary that never comes back. */
+    reply_box box = call(&r, key, 3, argv);
+    cr_assert(box.lost, "NULL, not \"%s\"", box.str);
+    box = call(&r, key, 3, argv);
+    cr_assert(box.lost, "NULL, as for a lost connection, not \"%s\"", box.str);
+    sl_redis_cluster_stats stats = sl_redis_cluster_stats_get(r.router);
+    cr_assert_geq(stats.expired, 1, "the command waited out its chain");
+    finish(&r);
+}

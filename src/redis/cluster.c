@@ -88,6 +88,7 @@ struct sl_redis_cluster {
     bool ready, closing;
     char sha[SCRIPT_COUNT][41];
     req_queue backoff; /* waiting for a timer before routing again */
+    int64_t expired_logged_us; /* when a chain past its deadline was last logged */
     /* The probe: a link of its own to one address after another. */
     struct event *refresh_timer;
     sl_redis_link *probe;
@@ -315,10 +316,16 @@ static void route(request *r)
         finish(r, NULL);
         return;
     }
-    if (r->deadline_us && now_us() >= r->deadline_us) {
+    int64_t now;
+    if (r->deadline_us && (now = now_us()) >= r->deadline_us) {
+        /* Many at once when a shard is down: one line a second says so. */
         c->stats.expired++;
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: a command gave up\" slot=%u after_ms=%d",
-               r->slot, SL_CLUSTER_CHAIN_MS);
+        if (now - c->expired_logged_us >= 1000000) {
+            SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: commands gave up\" slot=%u after_ms=%d "
+                   "total=%llu", r->slot, SL_CLUSTER_CHAIN_MS,
+                   (unsigned long long)c->stats.expired);
+            c->expired_logged_us = now;
+        }
         finish(r, NULL);
         return;
     }
