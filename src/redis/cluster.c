@@ -664,7 +664,9 @@ static void on_probe_event(void *arg, bool up, const char *why)
 }
 
 /* Opens a link to the next address not tried in this round: the known
- * primaries, then the seeds. */
+ * primaries that are connected (one that is not is likely down, and a
+ * dead host would hold the round up for a connect timeout), then the
+ * seeds. */
 static void probe_next(sl_redis_cluster *c)
 {
     size_t total = c->map.primary_count + c->target->seed_count;
@@ -672,6 +674,9 @@ static void probe_next(sl_redis_cluster *c)
         size_t k = (c->probe_start + c->probe_tried++) % total;
         const char *host;
         int port;
+        if (k < c->map.primary_count &&
+            (!c->nodes[k] || !sl_redis_conn_ready(c->nodes[k]->conn)))
+            continue;
         if (k < c->map.primary_count) {
             host = c->map.primaries[k].host;
             port = c->map.primaries[k].port;
