@@ -16,6 +16,9 @@ Scenarios (each bounded in time; every server is private, on 127.0.0.1):
   tenants     10,000 idle tenants: CPU, Redis commands/s; pickup latency
   memory      RSS with 10,000 tenants and 1,000,000 queued jobs; Redis bytes
               per queued and per claimed job
+  adaptive    one adaptive tenant against a hidden limit of 100, 40, 80/s
+              (15 s each), without and with X-RateLimit headers: 429s,
+              time to within 10% of each limit, plotted (about 100 s)
   chaos       50 tenants through 2 daemons while daemons are SIGKILLed, Redis
               restarts or is busy and the endpoint flaps: every job delivered
               or dead-lettered, none lost; duplicates; stuck tenants; RSS

@@ -1,5 +1,6 @@
 """plots.py - the PNG plots of RESULTS.md, drawn by gnuplot: the bursty
-input, gap jitter by rate, throughput. A plot whose scenario did not run
+input, gap jitter by rate, throughput, the adaptive rate against a moving
+hidden limit. A plot whose scenario did not run
 is not drawn; without gnuplot, none is (a note says so)."""
 
 import os
@@ -122,4 +123,43 @@ plot '%s' using 1:3:xtic(2) with boxes lc rgb "#1f77b4" notitle, \\
      25000 with lines lc rgb "#2ca02c" dt 3 title "target 25,000/s"%s
 """ % (png, data, extra), notes)
         made.append(png)
+    ad = res.get("adaptive")
+    if ad and ad.get("runs"):
+        made.append(adaptive_plot(ad["runs"], out, workdir, notes))
     return made
+
+
+def adaptive_plot(runs, out, workdir, notes):
+    """adaptive.png: one panel per run (without, then with the endpoint's
+    X-RateLimit headers): delivered per 0.5 s, the effective rate, the
+    hidden limit."""
+    panels = []
+    for i, r in enumerate(runs):
+        data = os.path.join(workdir, "adaptive-%d.dat" % i)
+        with open(data, "w") as fh:
+            fh.write("# s delivered/s effective/s limit/s (NaN: not sampled yet)\n")
+            for t, delivered, effective, limit in r["series"]:
+                fh.write("%g %g %s %g\n" % (t, delivered,
+                                             "NaN" if effective is None else "%g" % effective, limit))
+        title = ("with the endpoint's X-RateLimit headers" if r["headers"] else
+                 "without rate-limit headers")
+        panels.append("""
+set title "%s: %d 429s of %d requests (%.2f%%)"
+plot '%s' using 1:4 with steps lw 2 dt 2 lc rgb "#d62728" title "hidden limit (the endpoint's token bucket)", \\
+     '' using 1:2 with steps lw 1 lc rgb "#1f77b4" title "delivered (200s at the endpoint, per 0.5 s)", \\
+     '' using 1:3 with lines lw 2 lc rgb "#2ca02c" title "effective rate (adaptive_rate in Redis)"
+""" % (title, r["refused"], r["requests"], 100 * (r["refused_fraction"] or 0), data))
+    png = os.path.join(out, "adaptive.png")
+    gnuplot("""
+set terminal pngcairo noenhanced size 1100,%d font ",10"
+set output '%s'
+set multiplot layout %d,1 title "One tenant with \\"adaptive\\": {\\"min\\": 5, \\"max\\": 200} (file rate 50/s, 1 daemon) against a hidden limit of 100, 40, 80 jobs/s"
+set grid
+set key top right
+set xlabel "time since the daemon started (s)"
+set ylabel "jobs/s"
+set yrange [0:130]
+%s
+unset multiplot
+""" % (380 * len(runs), png, len(runs), "".join(panels)), notes)
+    return png

@@ -200,6 +200,7 @@ def targets(res):
         out.append(("claimed-job overhead in Redis < 200 bytes beyond the payload",
                     "%.0f bytes" % mem["claimed_overhead"], mem["claimed_overhead"] < 200))
     out += cluster_targets(res.get("cluster"))
+    out += adaptive_targets(res.get("adaptive"))
     out += chaos_targets(res.get("chaos"))
     return out
 
@@ -242,6 +243,66 @@ def cluster_section(cl):
             "error %s, most in any %.0f ms %d (bound %d), departures per daemon %s."
             % (pct(d["error"]), d["window_us"] / 1000, d["max_in_window"], d["bound"],
                " + ".join(str(x) for x in cl["fleet"]["shares"])))
+
+
+ADAPTIVE_REFUSED_MAX = 0.03  # issue 16 item 5: 429s under 3% of requests
+ADAPTIVE_CONVERGE_S = 10  # ... the delivered rate within 10% within 10 s of each change
+ADAPTIVE_HEADERS_REFUSED_MAX = 0.005  # "about zero" with the endpoint's headers
+
+
+def adaptive_targets(ad):
+    """(target, figure, met) of the adaptive scenario; [] when it did not run."""
+    if not ad:
+        return []
+    out = []
+    for r in ad["runs"]:
+        frac = r["refused_fraction"] or 0
+        if r["headers"]:
+            out.append(("adaptive, with X-RateLimit headers: 429s about zero (< 0.5%)",
+                        "%.2f%% (%d of %d)" % (100 * frac, r["refused"], r["requests"]),
+                        frac < ADAPTIVE_HEADERS_REFUSED_MAX))
+            continue
+        out.append(("adaptive: 429s < 3% of requests (hidden limit 100, 40, 80/s)",
+                    "%.2f%% (%d of %d)" % (100 * frac, r["refused"], r["requests"]),
+                    frac < ADAPTIVE_REFUSED_MAX))
+        changes = r["phases"][1:]  # the first phase starts; the others change
+        out.append(("adaptive: delivered within 10% of the hidden limit <= 10 s after each change",
+                    ", ".join("%d/s: %s" % (p["limit"], adaptive_converge_text(p))
+                              for p in changes),
+                    all(p["converge_s"] is not None and p["converge_s"] <= ADAPTIVE_CONVERGE_S
+                        for p in changes)))
+    return out
+
+
+def adaptive_converge_text(p):
+    """A phase's time to converge: "8.0 s", or "not within" (never settled)."""
+    return "not within" if p["converge_s"] is None else "%.1f s" % p["converge_s"]
+
+
+def adaptive_section(ad):
+    """The adaptive scenario's section of RESULTS.md."""
+    rows = []
+    for r in ad["runs"]:
+        for p in r["phases"]:
+            rows.append(["with headers" if r["headers"] else "without", "%d/s" % p["limit"],
+                         p["requests"], "%.2f%%" % (100 * (p["refused_fraction"] or 0)),
+                         adaptive_converge_text(p), "%.1f/s" % p["last_2s_rate"]])
+    phase_s = ad["runs"][0]["phase_s"]
+    return ("## Adaptive rate against a moving hidden limit\n\nsluice-sink's token bucket "
+            "(`/_mode/limit/R`, a burst of R/10) allows 100/s, then 40/s, then 80/s, %d s each; one "
+            "daemon, one tenant with `\"adaptive\": {\"min\": 5, \"max\": 200}` (file rate 50/s, "
+            "concurrency 32, the defaults: x0.85 down, +5/s up per 1 s window) drains a backlog "
+            "through it, once without and once with the endpoint's `X-RateLimit-*` headers. "
+            "*Within 10%% after*: from the change (the first phase: from the start) to the end of "
+            "the first 2 s window (on a 0.5 s grid) from which every window to the phase's end "
+            "delivered within 10%% of the limit. The effective rate is the settings hash's "
+            "`adaptive_rate`, read every 100 ms. Plot: `adaptive.png`.\n\n" % phase_s
+            + table(["endpoint headers", "hidden limit", "requests", "429s",
+                     "within 10% after", "delivered, last 2 s"], rows)
+            + "\n\nOverall: " + "; ".join(
+                "%s: %d 429s of %d requests (%.2f%%)" % (
+                    "with headers" if r["headers"] else "without", r["refused"], r["requests"],
+                    100 * (r["refused_fraction"] or 0)) for r in ad["runs"]) + ".")
 
 
 CHAOS_RSS_MIB = 64  # the bound of a daemon's RSS in the soak, as at 10,000 idle tenants
@@ -621,6 +682,9 @@ def sections(res, facts, command):
             ["  their payload (the claimed jobs' own)", "%.1f bytes" % mem["claimed_payload"]],
             ["claimed-job overhead beyond the payload", "%.1f bytes" % mem["claimed_overhead"]],
         ]))
+    ad = res.get("adaptive")
+    if ad:
+        md.append(adaptive_section(ad))
     ch = res.get("chaos")
     if ch:
         md.append(chaos_section(ch))

@@ -13,7 +13,7 @@
  * a refused map says why and owns nothing; a redirect accepted names a
  * slot below 16384 and a port 1..65535; a key's slot is below 16384.
  *
- * Not fuzzed: huge arrays (resp_input.h says why). */
+ * Not fuzzed: huge arrays (resp_stream.h says why). */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@
 
 #include "base/authority.h"
 #include "redis/cluster_slots.h"
-#include "resp_input.h"
+#include "resp_stream.h"
 #include "violation.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -76,6 +76,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size--;
     if (sl_cluster_key_slot((const char *)data, size) >= SL_CLUSTER_SLOTS)
         sl_fuzz_violation("a key slot past 16383");
-    sl_fuzz_resp_each(data, size, piece, check_reply, NULL);
+    sl_fuzz_resp_stream(data, size, piece, check_reply, NULL);
     return 0;
 }

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,9 @@ static int cmd_run(int argc, char **argv)
         fputs(run_help, stderr);
         return EXIT_USAGE;
     }
+    /* A SIGHUP before the daemon's handler is in (while the config loads)
+     * would end the process: ignore it until then; the handler replaces this. */
+    signal(SIGHUP, SIG_IGN);
     /* journald reads a "<N>" prefix as the line's level. */
     sl_log_setup(level, getenv("JOURNAL_STREAM") != NULL, json_logs);
     sl_config *config = load_config("run", path);
@@ -246,8 +250,11 @@ static int cmd_run(int argc, char **argv)
         setvbuf(trace, NULL, _IOFBF, 1 << 20); /* no write per job */
     }
     int code = sl_daemon_run(config, path, trace);
-    if (code == SL_DAEMON_EXIT_NOW)
+    if (code == SL_DAEMON_EXIT_NOW) {
+        if (trace)
+            fflush(trace); /* the departures so far (stdio locks it against the workers) */
         _exit(EXIT_OK); /* worker threads may still be running */
+    }
     if (trace && fclose(trace) != 0) {
         fprintf(stderr, "sluice run: --trace-departures %s: %s\n", trace_path, strerror(errno));
         code = EXIT_RUNTIME;
@@ -286,6 +293,12 @@ int main(int argc, char **argv)
         return cmd_run(sub_argc, sub_argv);
     if (strcmp(command, "check-config") == 0)
         return cmd_check_config(sub_argc, sub_argv);
+    if (strcmp(command, "push") == 0 || strcmp(command, "stats") == 0 ||
+        strcmp(command, "dlq") == 0 || strcmp(command, "tenant") == 0)
+        /* These say what failed in their own words (the Redis client's
+         * error); its log lines, written for the daemon, would repeat it,
+         * or speak of reconnecting where the command gives up. */
+        sl_log_setup(SL_LOG_OFF, false, false);
     if (strcmp(command, "push") == 0)
         return sl_cli_push(sub_argc, sub_argv);
     if (strcmp(command, "stats") == 0)

@@ -145,6 +145,28 @@ Test(adaptive, huge_idle_gap_does_not_overflow)
     cr_assert_eq(sl_adaptive_step(&p, &s, &b, INT64_C(1) << 62, 0), SL_ADAPTIVE_SAME);
 }
 
+/* Requests claimed ahead leave at the old pace after a decrease: their
+ * refusals say nothing new (the daemon leaves them out of the batch). */
+Test(adaptive, a_refusal_at_a_pace_already_lowered_is_an_echo)
+{
+    cr_assert(sl_adaptive_echo(100000, 85000), "sent at 100/s, the rate is 85/s now");
+    cr_assert_not(sl_adaptive_echo(85000, 85000), "sent at the present rate");
+    cr_assert_not(sl_adaptive_echo(80000, 85000), "sent before an increase");
+    cr_assert_not(sl_adaptive_echo(100000, 0), "no rate heard yet");
+}
+
+/* A header's pause slows the tenant (and steps it down) only when it is
+ * longer than the tenant's own interval. */
+Test(adaptive, a_pause_counts_only_when_longer_than_an_interval)
+{
+    cr_assert_not(sl_adaptive_pause_slows(25000, 38000), "25 ms, sending every 26.3 ms");
+    cr_assert(sl_adaptive_pause_slows(25000, 45000), "25 ms, sending every 22.2 ms");
+    cr_assert_not(sl_adaptive_pause_slows(25000, 40000), "exactly one interval");
+    cr_assert(sl_adaptive_pause_slows(25001, 40000));
+    cr_assert(sl_adaptive_pause_slows(INT64_C(86400000000), INT64_C(1000000000)), "a day at the top rate");
+    cr_assert(sl_adaptive_pause_slows(1, 0), "no rate known: counts");
+}
+
 /* ---- a simulated endpoint ------------------------------------------- */
 
 /* The endpoint: a token bucket of `limit` jobs/s holding at most a tenth

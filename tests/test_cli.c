@@ -43,14 +43,7 @@ static void teardown(void)
 
 TestSuite(cli, .init = setup, .fini = teardown, .timeout = 60);
 
-/* Runs sluice with args (NULL-terminated) and `in` on stdin; stdout and
- * stderr land together in `out`. Returns the exit code. */
-static int run_args(const char *in, const char *const *args)
-{
-    return cli_run(in, args, out, OUT_MAX);
-}
-
-#define RUN(in, ...) run_args(in, (const char *const[]){__VA_ARGS__, NULL})
+#define RUN(in, ...) cli_run(out, sizeof out, in, (const char *const[]){__VA_ARGS__, NULL})
 
 static void write_config(const char *tenants_json)
 {
@@ -517,7 +510,7 @@ Test(cli, help_everywhere)
         {"dlq", "replay", "--help"},      {"dlq", "purge", "-h"},
     };
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        int code = run_args(NULL, commands[i]);
+        int code = cli_run(out, sizeof out, NULL, commands[i]);
         cr_expect_eq(code, 0, "%s %s: %s", commands[i][0], commands[i][1], out);
         cr_expect(strncmp(out, "Usage: sluice ", 14) == 0, "%s", out);
     }
@@ -644,11 +637,44 @@ Test(cli, unreachable_redis)
     snprintf(expected, sizeof expected, "cannot connect to Redis at redis://app:***@127.0.0.1:%d/0",
              port);
     for (size_t i = 0; i < 3; i++) {
-        int code = run_args(NULL, commands[i]);
+        int code = cli_run(out, sizeof out, NULL, commands[i]);
         cr_expect_eq(code, 1, "%s: %s", commands[i][0], out);
         cr_expect(strstr(out, expected), "%s", out);
         cr_expect_null(strstr(out, "s3cretpw"), "%s", out);
     }
+}
+
+/* A password the server refuses: one attempt, and the server's words. */
+Test(cli, a_refused_password_is_named)
+{
+    freeReplyObject(cmd("ACL SETUSER app on >right ~* +@all"));
+    char bad_url[96];
+    snprintf(bad_url, sizeof bad_url, "redis://app:wrong@127.0.0.1:%d/0", fx.server.port);
+    int code = RUN(NULL, "push", "--redis", bad_url, "acme", "{}");
+    cr_assert_eq(code, 1, "%s", out);
+    cr_expect(strstr(out, "cannot connect to Redis at redis://app:***@127.0.0.1:"), "%s", out);
+    cr_expect(strstr(out, "AUTH failed: WRONGPASS"), "%s", out);
+    cr_expect_null(strstr(out, "level="), "no log line of the connection: %s", out);
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:queue"), 0);
+}
+
+/* The CLI loads none of the daemon's scripts: a user allowed to push,
+ * list and read but not to load scripts can use push, stats and dlq. */
+Test(cli, a_user_without_scripts_can_push_and_read)
+{
+    freeReplyObject(cmd("ACL SETUSER producer on >pw ~sluice:* resetchannels +@all -script "
+                        "-eval -evalsha"));
+    char producer_url[96];
+    snprintf(producer_url, sizeof producer_url, "redis://producer:pw@127.0.0.1:%d/0",
+             fx.server.port);
+    int code = RUN(NULL, "push", "--redis", producer_url, "acme", "{\"body\":1}");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_expect_eq(cmd_int("LLEN sluice:{acme}:queue"), 1);
+    code = RUN(NULL, "stats", "--redis", producer_url, "--json");
+    cr_assert_eq(code, 0, "%s", out);
+    cr_expect(strstr(out, "\"acme\""), "%s", out);
+    code = RUN(NULL, "dlq", "list", "--redis", producer_url, "acme");
+    cr_assert_eq(code, 0, "%s", out);
 }
 
 /* ---- the operator's round trip against a real daemon and endpoint ---- */

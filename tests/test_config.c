@@ -1146,12 +1146,24 @@ Test(redis_url, cluster_and_sentinel_seed_lists)
                                     &again, err, sizeof err));
     cr_assert(sl_redis_target_same(&t, &again));
     sl_redis_target_clear(&again);
+    cr_assert(sl_redis_target_copy(&t, &again));
+    cr_assert(sl_redis_target_same(&t, &again), "a copy is the same target");
+    cr_assert_neq(again.seeds, t.seeds, "with seeds of its own");
+    cr_assert_str_eq(again.password, SECRET);
+    sl_redis_target_clear(&again);
     cr_assert(sl_redis_target_parse("redis-sentinel://:" SECRET "@s1,s2:26380,s4/mymaster/3",
                                     &again, err, sizeof err));
     cr_assert_not(sl_redis_target_same(&t, &again), "another sentinel is another target");
     sl_redis_target_clear(&again);
     sl_redis_target_clear(&t);
     cr_assert_null(t.seeds);
+
+    cr_assert(sl_redis_target_parse("unix://:" SECRET "@/tmp/r.sock?db=2", &t, err, sizeof err));
+    cr_assert(sl_redis_target_copy(&t, &again));
+    cr_assert(sl_redis_target_same(&t, &again), "a unix socket's copy too");
+    cr_assert_str_eq(again.unix_path, "/tmp/r.sock");
+    sl_redis_target_clear(&again);
+    sl_redis_target_clear(&t);
 }
 
 Test(redis_url, in_the_config_with_secrets)
@@ -1183,7 +1195,7 @@ Test(redis_url, in_the_config_with_secrets)
         "redis: environment variable NOPE is not set", NULL);
 }
 
-Test(redis_url, a_cluster_is_taken_a_sentinel_not_yet)
+Test(redis_url, a_cluster_is_taken)
 {
     sl_config *cfg = ok("{'redis': 'rediss-cluster://app:${REDIS_PW}@10.0.0.1:7000,10.0.0.2:7001', "
                         TENANTS(""));
@@ -1193,8 +1205,6 @@ Test(redis_url, a_cluster_is_taken_a_sentinel_not_yet)
     cr_assert_str_eq(cfg->redis_url_redacted,
                      "rediss-cluster://app:***@10.0.0.1:7000,10.0.0.2:7001");
     sl_config_free(cfg);
-    bad("{'redis': 'redis-sentinel://s1,s2/mymaster', " TENANTS(""),
-        "redis: Sentinel URLs are not available yet", NULL);
 }
 
 /* ---- redis_tls ---------------------------------------------------------------- */

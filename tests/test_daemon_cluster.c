@@ -280,28 +280,27 @@ Test(daemon_cluster, the_cli_pushes_shows_and_handles_dead_letters_on_every_shar
         if (cluster.nodes[i].primary)
             tenant_on(i, tenants[shard++], sizeof tenants[0]);
     for (int t = 0; t < 3; t++) {
-        int code = cli_run("{\"id\":\"a\",\"body\":1}\n{\"id\":\"b\",\"body\":2}\n",
-                           (const char *const[]){"push", "--redis", url, tenants[t], "-", NULL},
-                           out, sizeof out);
+        int code = cli_run(out, sizeof out, "{\"id\":\"a\",\"body\":1}\n{\"id\":\"b\",\"body\":2}\n",
+                           (const char *const[]){"push", "--redis", url, tenants[t], "-", NULL});
         cr_assert_eq(code, 0, "push %s: %s", tenants[t], out);
     }
-    int code = cli_run(NULL, (const char *const[]){"stats", "--redis", url, "--json", NULL}, out,
-                       sizeof out);
+    int code = cli_run(out, sizeof out, NULL,
+                       (const char *const[]){"stats", "--redis", url, "--json", NULL});
     cr_assert_eq(code, 0, "stats: %s", out);
     for (int t = 0; t < 3; t++)
         cr_assert_eq(queued_in(out, tenants[t]), 2, "%s's jobs, on its own shard", tenants[t]);
-    code = cli_run(NULL, (const char *const[]){"stats", "--redis", url, tenants[1], "--json", NULL},
-                   out, sizeof out);
+    code = cli_run(out, sizeof out, NULL,
+                   (const char *const[]){"stats", "--redis", url, tenants[1], "--json", NULL});
     cr_assert_eq(code, 0, "stats %s: %s", tenants[1], out);
     cr_assert_eq(queued_in(out, tenants[1]), 2);
-    code = cli_run(NULL, (const char *const[]){"dlq", "list", "--redis", url, tenants[2], NULL},
-                   out, sizeof out);
+    code = cli_run(out, sizeof out, NULL,
+                   (const char *const[]){"dlq", "list", "--redis", url, tenants[2], NULL});
     cr_assert_eq(code, 0, "dlq list: %s", out);
-    code = cli_run(NULL, (const char *const[]){"tenant", "pause", "--redis", url, tenants[0], NULL},
-                   out, sizeof out);
+    code = cli_run(out, sizeof out, NULL,
+                   (const char *const[]){"tenant", "pause", "--redis", url, tenants[0], NULL});
     cr_assert_eq(code, 0, "tenant pause: %s", out);
-    code = cli_run(NULL, (const char *const[]){"tenant", "show", "--redis", url, tenants[0], NULL},
-                   out, sizeof out);
+    code = cli_run(out, sizeof out, NULL,
+                   (const char *const[]){"tenant", "show", "--redis", url, tenants[0], NULL});
     cr_assert_eq(code, 0, "tenant show: %s", out);
     cr_assert(strstr(out, "paused"), "%s", out);
 }

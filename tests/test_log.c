@@ -1,7 +1,22 @@
-/* test_log.c - log lines as JSON (log_json.c): pure, no I/O. */
+/* test_log.c - log lines as JSON (log_json.c): pure, no I/O; and the
+ * levels let through. */
 #include <criterion/criterion.h>
 
+#include "base/log.h"
 #include "base/log_json.h"
+
+/* Criterion forks each test: the level set here stays in its process. */
+Test(log_level, off_lets_nothing_through)
+{
+    sl_log_setup(SL_LOG_WARNING, false, false);
+    cr_assert(sl_log_enabled(SL_LOG_ERROR));
+    cr_assert(sl_log_enabled(SL_LOG_WARNING));
+    cr_assert_not(sl_log_enabled(SL_LOG_INFO));
+    sl_log_setup(SL_LOG_OFF, false, false);
+    cr_assert_not(sl_log_enabled(SL_LOG_ERROR), "not even errors");
+    sl_log_setup(SL_LOG_DEBUG, false, false);
+    cr_assert_not(sl_log_enabled(SL_LOG_OFF), "OFF is no level to write at");
+}
 
 Test(log_json, fields_become_an_object)
 {

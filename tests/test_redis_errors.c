@@ -4,7 +4,7 @@
 
 #include "redis/redis_errors.h"
 
-Test(redis_errors, the_five_transient_codes_as_redis_sends_them)
+Test(redis_errors, the_six_transient_codes_as_redis_sends_them)
 {
     cr_assert(sl_redis_error_transient("LOADING Redis is loading the dataset in memory"));
     cr_assert(sl_redis_error_transient(
@@ -13,6 +13,7 @@ Test(redis_errors, the_five_transient_codes_as_redis_sends_them)
     cr_assert(sl_redis_error_transient("OOM command not allowed when used memory > 'maxmemory'."));
     cr_assert(sl_redis_error_transient(
         "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."));
+    cr_assert(sl_redis_error_transient("READONLY You can't write against a read only replica."));
 }
 
 Test(redis_errors, a_bare_code_is_transient_too)

@@ -2,7 +2,7 @@
  * the daemon and the CLI) against a real redis-server that talks only
  * TLS, with a CA and certificates made by openssl for each test; the
  * words of each failure; the link's own deadlines against a peer that
- * never answers; redis_conn and notify over TLS; and the real binary
+ * never answers; redis_client and notify over TLS; and the real binary
  * (check-config, push, stats, dlq, run) on a rediss:// config. The pure
  * part, sl_redis_tls_describe, comes first. */
 #include <criterion/criterion.h>
@@ -23,7 +23,7 @@
 #include "daemon_env.h"
 #include "daemon_process.h"
 #include "redis/notify.h"
-#include "redis/redis_conn.h"
+#include "redis/redis_client.h"
 #include "redis/redis_link.h"
 #include "redis/redis_tls.h"
 #include "event_wait.h"
@@ -339,10 +339,11 @@ Test(link_deadlines, nothing_listening_is_a_clear_failure)
     sl_redis_target_clear(&t);
 }
 
-/* ---- redis_conn and notify over TLS -------------------------------------- */
+/* ---- redis_client and notify over TLS ------------------------------------ */
 
 typedef struct conn_run {
     bool ready, active;
+    sl_notify *notify;
     char pushed[64];
     char reply[64];
 } conn_run;
@@ -350,6 +351,11 @@ typedef struct conn_run {
 static void on_ready(void *arg, bool ready)
 {
     ((conn_run *)arg)->ready = ready;
+}
+
+static void on_nodes(void *arg)
+{
+    sl_notify_nodes_changed(((conn_run *)arg)->notify);
 }
 
 static void on_conn_reply(redisReply *reply, void *arg)
@@ -373,20 +379,20 @@ static void run_until(struct event_base *base, const bool *flag, const char *wha
     cr_assert(event_wait(base, flag, 5000), "%s", what);
 }
 
-Test(tls_link, redis_conn_and_notify_work_over_tls)
+Test(tls_link, redis_client_and_notify_work_over_tls)
 {
     const char *const notify_on[] = {"--notify-keyspace-events", "Kl", NULL};
     start_server(false, notify_on);
     sl_redis_target t = target_for("ca.pem");
     struct event_base *base = event_base_new();
     conn_run run = {0};
-    sl_redis_conn *conn = sl_redis_conn_new(base, &t, NULL, on_ready, &run);
-    sl_notify *notify = sl_notify_new(base, &t, "sluice", on_push, on_active, &run);
-    run_until(base, &run.ready, "redis_conn ready (AUTH, SCRIPT LOAD) over TLS");
-    cr_assert_not_null(sl_redis_conn_sha(conn, "claim"));
+    sl_redis_client *client = sl_redis_client_new(base, &t, NULL, on_ready, on_nodes, &run);
+    run.notify = sl_notify_new(base, client, "sluice", on_push, on_active, &run);
+    run_until(base, &run.ready, "redis_client ready (AUTH, SCRIPT LOAD) over TLS");
+    cr_assert_not_null(sl_redis_client_sha(client, "claim"));
     run_until(base, &run.active, "notifications subscribed over TLS");
     const char *argv[] = {"LPUSH", "sluice:{acme}:queue", "{}"};
-    cr_assert(sl_redis_conn_send(conn, 3, argv, NULL, on_conn_reply, &run));
+    cr_assert(sl_redis_client_send(client, argv[1], 3, argv, NULL, on_conn_reply, &run));
     bool pushed = false;
     for (int i = 0; i < 500 && !pushed; i++) {
         struct timeval tv = {0, 10000};
@@ -395,8 +401,8 @@ Test(tls_link, redis_conn_and_notify_work_over_tls)
         pushed = run.pushed[0] != '\0';
     }
     cr_assert_str_eq(run.pushed, "acme", "the push was seen through the subscription");
-    sl_notify_free(notify);
-    sl_redis_conn_free(conn);
+    sl_notify_free(run.notify);
+    sl_redis_client_free(client);
     event_base_free(base);
     sl_redis_target_clear(&t);
 }

@@ -74,3 +74,19 @@ Test(worker_policy, subscribed_again_the_next_tick_scans)
     cr_assert(sl_discover_on_tick(&ticks, true));
     cr_assert_not(sl_discover_on_tick(&ticks, true));
 }
+
+Test(watchdog, a_worker_whose_loop_ended_is_not_stuck)
+{
+    unsigned last[3] = {5, 7, 9};
+    const bool running[3] = {false, false, false};
+    const bool second_ended[3] = {false, true, false};
+    unsigned moved[3] = {6, 8, 10};
+    cr_assert(sl_workers_alive(moved, last, running, 3), "every heartbeat moved");
+    cr_assert_eq(last[0], 6, "the tick's beats are kept for the next");
+    unsigned second_still[3] = {7, 8, 11};
+    cr_assert_not(sl_workers_alive(second_still, last, running, 3),
+                  "a running worker whose heartbeat stood still is stuck");
+    unsigned again[3] = {8, 8, 12};
+    cr_assert(sl_workers_alive(again, last, second_ended, 3),
+              "the same stillness after its loop ended (a drain) is not");
+}

@@ -6,7 +6,7 @@ ctx.results[NAME]; report.py turns them into the table, RESULTS.md and
 the plots. chaos, the soak of faults, goes last: it reads nothing of the
 others and needs a machine they no longer load."""
 
-from . import ceiling, chaos, cluster, fleet, memory, shaping, tenants, throughput
+from . import adaptive, ceiling, chaos, cluster, fleet, memory, shaping, tenants, throughput
 
-SCENARIOS = [throughput, ceiling, shaping, fleet, cluster, tenants, memory, chaos]
+SCENARIOS = [throughput, ceiling, shaping, fleet, cluster, tenants, memory, adaptive, chaos]
 NAMES = [s.NAME for s in SCENARIOS]

@@ -227,6 +227,43 @@ class Steady(unittest.TestCase):
         self.assertIn("| 1000 / 900 |", text)
 
 
+def adaptive_run(headers, refused, requests, converge):
+    """An adaptive run: converge is the three phases' times (None: never)."""
+    return {"headers": headers, "phase_s": 15, "refused": refused, "requests": requests,
+            "refused_fraction": refused / requests,
+            "phases": [{"limit": lim, "requests": requests // 3, "refused_fraction": 0.01,
+                        "converge_s": c, "last_2s_rate": lim * 0.97}
+                       for lim, c in zip((100, 40, 80), converge)]}
+
+
+class Adaptive(unittest.TestCase):
+    def test_targets_met(self):
+        ad = {"runs": [adaptive_run(False, 72, 2892, [10.5, 2.0, 8.0]),
+                       adaptive_run(True, 0, 2643, [10.5, 14.0, None])]}
+        tg = R.adaptive_targets(ad)
+        self.assertEqual([ok for _, _, ok in tg], [True, True, True])
+        self.assertEqual(tg[0][1], "2.49% (72 of 2892)")
+        # the first phase is no change: its 10.5 s does not count
+        self.assertEqual(tg[1][1], "40/s: 2.0 s, 80/s: 8.0 s")
+
+    def test_targets_missed(self):
+        ad = {"runs": [adaptive_run(False, 90, 2892, [5.0, 10.5, 8.0]),
+                       adaptive_run(True, 15, 2643, [5.0, 5.0, 5.0])]}
+        self.assertEqual([ok for _, _, ok in R.adaptive_targets(ad)], [False, False, False])
+        ad = {"runs": [adaptive_run(False, 10, 2892, [5.0, 2.0, None])]}
+        tg = R.adaptive_targets(ad)
+        self.assertFalse(tg[1][2])
+        self.assertEqual(tg[1][1], "40/s: 2.0 s, 80/s: not within")
+        self.assertEqual(R.adaptive_targets(None), [])
+
+    def test_section(self):
+        ad = {"runs": [adaptive_run(False, 72, 2892, [10.5, 2.0, 8.0])]}
+        text = R.adaptive_section(ad)
+        self.assertIn("| without | 80/s | 964 | 1.00% | 8.0 s | 77.6/s |", text)
+        self.assertIn("without: 72 429s of 2892 requests (2.49%)", text)
+        self.assertIn("15 s each", text)
+
+
 class Markdown(unittest.TestCase):
     def test_results_md(self):
         res = throughput(33708, 24000)

@@ -13,7 +13,7 @@ class Registry(unittest.TestCase):
         # fleet, cluster and memory read the concurrency throughput chose: it goes first
         self.assertEqual(scenarios.NAMES,
                          ["throughput", "ceiling", "shaping", "fleet", "cluster", "tenants",
-                          "memory", "chaos"])
+                          "memory", "adaptive", "chaos"])
         for s in scenarios.SCENARIOS:
             self.assertTrue(callable(s.run), s.NAME)
 

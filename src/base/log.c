@@ -20,7 +20,7 @@ void sl_log_setup(sl_log_level level, bool syslog_prefix, bool json)
 
 bool sl_log_enabled(sl_log_level level)
 {
-    return level <= max_level;
+    return level <= max_level && level != SL_LOG_OFF;
 }
 
 void sl_log_write(sl_log_level level, const char *format, ...)

@@ -8,7 +8,15 @@
 
 #include <stdbool.h>
 
-typedef enum { SL_LOG_ERROR, SL_LOG_WARNING, SL_LOG_INFO, SL_LOG_DEBUG } sl_log_level;
+/* SL_LOG_OFF only as sl_log_setup's level: nothing is written (the
+ * commands that report every failure in their own words). */
+typedef enum {
+    SL_LOG_OFF = -1,
+    SL_LOG_ERROR,
+    SL_LOG_WARNING,
+    SL_LOG_INFO,
+    SL_LOG_DEBUG
+} sl_log_level;
 
 /* Sets the most verbose level written, whether to prefix lines with the
  * syslog level "<N>" that journald understands (when under systemd), and

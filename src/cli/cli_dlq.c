@@ -91,7 +91,7 @@ static void job_excerpt(const char *job, size_t len, char *out, size_t size)
 
 static int dlq_list(sl_cli *cli, const sl_tenant_keys *keys, long long limit, bool json)
 {
-    redisReply *reply = sl_cli_command(cli, "LRANGE %s 0 %lld", keys->dlq, limit - 1);
+    redisReply *reply = sl_cli_command(cli, keys->dlq, "LRANGE %s 0 %lld", keys->dlq, limit - 1);
     if (!reply) {
         fprintf(stderr, "sluice dlq list: redis %s: %s\n", cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
@@ -163,7 +163,7 @@ static int replay_step(sl_cli *cli, const sl_tenant_keys *keys, const sl_lua_scr
                           skip_text};
     size_t lens[] = {4, script->length, 1, strlen(keys->dlq), strlen(keys->queue),
                      strlen(take_text), strlen(skip_text)};
-    if (!sl_cli_append_argv(cli, 7, argv, lens))
+    if (!sl_cli_append_argv(cli, keys->dlq, 7, argv, lens))
         return SL_CLI_RUNTIME;
     redisReply *reply = sl_cli_reply(cli);
     if (!reply)
@@ -191,7 +191,7 @@ static int dlq_replay(sl_cli *cli, const sl_tenant_keys *keys, const char *tenan
         fputs("sluice dlq replay: the dlq_replay script is not built in\n", stderr);
         return SL_CLI_RUNTIME;
     }
-    if (!sl_cli_append(cli, "LLEN %s", keys->dlq))
+    if (!sl_cli_append(cli, keys->dlq, "LLEN %s", keys->dlq))
         return SL_CLI_RUNTIME;
     redisReply *reply = sl_cli_reply(cli);
     if (!reply)
@@ -235,10 +235,10 @@ static int dlq_replay(sl_cli *cli, const sl_tenant_keys *keys, const char *tenan
 /* LLEN and DEL in one MULTI, so the count is what was deleted. */
 static int dlq_purge(sl_cli *cli, const sl_tenant_keys *keys, const char *tenant)
 {
-    if (!sl_cli_append(cli, "MULTI") ||
-        !sl_cli_append(cli, "LLEN %s", keys->dlq) ||
-        !sl_cli_append(cli, "DEL %s", keys->dlq) ||
-        !sl_cli_append(cli, "EXEC"))
+    if (!sl_cli_append(cli, keys->dlq, "MULTI") ||
+        !sl_cli_append(cli, keys->dlq, "LLEN %s", keys->dlq) ||
+        !sl_cli_append(cli, keys->dlq, "DEL %s", keys->dlq) ||
+        !sl_cli_append(cli, keys->dlq, "EXEC"))
         return SL_CLI_RUNTIME;
     redisReply *reply = NULL;
     for (int i = 0; i < 4; i++) {
@@ -312,12 +312,11 @@ int sl_cli_dlq(int argc, char **argv)
     if (code == SL_CLI_OK) {
         sl_tenant_keys keys;
         sl_tenant_keys_init(&keys, cli.prefix, tenant);
-        code = sl_cli_route(&cli, keys.dlq);
-        if (code == SL_CLI_OK && is_list)
+        if (is_list)
             code = dlq_list(&cli, &keys, limit, opts.json);
-        else if (code == SL_CLI_OK && is_replay)
+        else if (is_replay)
             code = dlq_replay(&cli, &keys, tenant, count);
-        else if (code == SL_CLI_OK)
+        else
             code = dlq_purge(&cli, &keys, tenant);
     }
     sl_cli_close(&cli);

@@ -141,18 +141,16 @@ static int validate(const job_list *jobs, const sl_job_rules *rules)
     return code;
 }
 
-/* LPUSH in batches of PUSH_BATCH plus one SADD, in one pipeline and one
- * MULTI/EXEC: either every job is queued or none is, so a failed push can
- * be repeated without duplicating part of it. In a Redis Cluster the
- * tenants set lives in another slot than the queue, so the SADD (a
- * discovery aid; the daemon and stats also scan every primary for
- * queues) follows the transaction on its own. */
+/* The SADD to <prefix>:tenants, then LPUSH in batches of PUSH_BATCH in
+ * one MULTI/EXEC, all in one pipeline: either every job is queued or none
+ * is, so a failed push can be repeated without duplicating part of it.
+ * The SADD (a discovery aid) stays out of the transaction: in a Redis
+ * Cluster the two keys live in different slots, and a tenant listed
+ * whose push then failed is harmless. */
 static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
 {
     sl_tenant_keys keys;
     sl_tenant_keys_init(&keys, cli->prefix, tenant);
-    if (sl_cli_route(cli, keys.queue) != SL_CLI_OK)
-        return SL_CLI_RUNTIME;
     const char **argv = malloc((PUSH_BATCH + 2) * sizeof *argv);
     size_t *lens = malloc((PUSH_BATCH + 2) * sizeof *lens);
     if (!argv || !lens) {
@@ -161,9 +159,12 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
         fputs("sluice push: out of memory\n", stderr);
         return SL_CLI_RUNTIME;
     }
+    char tenants_key[SL_KEY_MAX];
+    snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
     /* Appending fails only when out of memory; what was queued is never
      * sent without its EXEC, so nothing is pushed. */
-    bool queued = sl_cli_append(cli, "MULTI");
+    bool queued = sl_cli_append(cli, tenants_key, "SADD %s %s", tenants_key, tenant) &&
+                  sl_cli_append(cli, keys.queue, "MULTI");
     size_t commands = 0;
     for (size_t at = 0; queued && at < jobs->count; at += PUSH_BATCH) {
         size_t n = jobs->count - at < PUSH_BATCH ? jobs->count - at : PUSH_BATCH;
@@ -175,22 +176,16 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
             argv[2 + i] = jobs->items[at + i];
             lens[2 + i] = jobs->lens[at + i];
         }
-        queued = sl_cli_append_argv(cli, (int)(n + 2), argv, lens);
+        queued = sl_cli_append_argv(cli, keys.queue, (int)(n + 2), argv, lens);
         commands++;
     }
     free(argv);
     free(lens);
-    char tenants_key[SL_KEY_MAX];
-    snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
-    bool sadd_apart = cli->map != NULL;
-    if (!sadd_apart) {
-        queued = queued && sl_cli_append(cli, "SADD %s %s", tenants_key, tenant);
-        commands++;
-    }
-    if (!queued || !sl_cli_append(cli, "EXEC"))
+    if (!queued || !sl_cli_append(cli, keys.queue, "EXEC"))
         return SL_CLI_RUNTIME;
-    /* MULTI's +OK and one +QUEUED per command; an error there aborts EXEC. */
-    for (size_t i = 0; i < commands + 1; i++) {
+    /* SADD's count, MULTI's +OK and one +QUEUED per LPUSH; an error there
+     * aborts EXEC. */
+    for (size_t i = 0; i < commands + 2; i++) {
         redisReply *reply = sl_cli_reply(cli);
         if (!reply)
             return SL_CLI_RUNTIME;
@@ -209,21 +204,11 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
                 fprintf(stderr, "sluice push: redis %s: %s\n", cli->address, r->str);
                 code = SL_CLI_RUNTIME;
             } else if (r->type != REDIS_REPLY_INTEGER) {
-                code = sl_cli_unexpected(cli, i + 1 < commands || sadd_apart ? "LPUSH" : "SADD");
+                code = sl_cli_unexpected(cli, "LPUSH");
             }
         }
     }
     freeReplyObject(exec);
-    if (code == SL_CLI_OK && sadd_apart) {
-        redisReply *sadd = NULL;
-        if (sl_cli_route(cli, tenants_key) != SL_CLI_OK ||
-            !sl_cli_append(cli, "SADD %s %s", tenants_key, tenant) || !(sadd = sl_cli_reply(cli)))
-            code = SL_CLI_RUNTIME;
-        else if (sadd->type != REDIS_REPLY_INTEGER)
-            code = sl_cli_unexpected(cli, "SADD");
-        if (sadd)
-            freeReplyObject(sadd);
-    }
     return code;
 }
 

@@ -5,11 +5,11 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CLI_TIMEOUT_S 5
 #define PREFIX_MAX 64
 
 enum { OPT_REDIS = 0x100, OPT_PREFIX, OPT_JSON, OPT_LIMIT, OPT_COUNT, OPT_BY, OPT_FOR };
@@ -128,11 +128,6 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
         }
         cli->target = &cli->own_target;
     }
-    if (cli->target->mode == SL_REDIS_SENTINEL) { /* until the CLI follows it */
-        fprintf(stderr, "sluice %s: %s: Sentinel URLs are not available yet\n", command,
-                opts->config_path ? opts->config_path : "--redis");
-        return SL_CLI_USAGE;
-    }
     if (opts->prefix)
         prefix = opts->prefix;
     snprintf(cli->prefix, sizeof cli->prefix, "%s", prefix);
@@ -144,66 +139,118 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
     return SL_CLI_OK;
 }
 
-/* ---- the connection: a redis_link on a private loop ------------------- */
+/* ---- the connection: a redis_client on a private loop ----------------- */
 
-static const sl_redis_link_timeouts cli_timeouts = {
-    .connect_ms = CLI_TIMEOUT_S * 1000,
-    .handshake_ms = CLI_TIMEOUT_S * 1000,
-    .reply_ms = CLI_TIMEOUT_S * 1000,
-};
+/* One command sent, and its reply once it came (NULL: lost). */
+typedef struct sl_cli_pending {
+    bool came;
+    redisReply *reply;
+} cli_pending;
 
-static void on_link_event(void *arg, bool up, const char *why)
+static void on_ready(void *arg, bool ready)
 {
-    sl_cli *cli = arg;
-    if (up)
-        return;
-    snprintf(cli->error, sizeof cli->error, "%s", why);
-    sl_redis_link_free(cli->link); /* allowed here: the link is done */
-    cli->link = NULL;
+    (void)arg; /* sl_cli_connect and next_reply look at the client itself */
+    (void)ready;
 }
 
-/* Every reply, kept in order until sl_cli_reply takes it. */
-static void collect(redisReply *reply, void *arg)
+/* A reply, owned (keep_replies), kept until next_reply takes it. */
+static void on_reply(redisReply *reply, void *arg)
 {
-    sl_cli *cli = arg;
-    cli->awaited--;
-    if (cli->replies_count == cli->replies_cap) {
-        size_t cap = cli->replies_cap ? cli->replies_cap * 2 : 16;
-        redisReply **grown = malloc(cap * sizeof *grown);
-        if (!grown) {
-            /* Lose this one; its reader then reports a lost reply. */
-            freeReplyObject(reply);
-            reply = NULL;
-            snprintf(cli->error, sizeof cli->error, "out of memory");
-            if (cli->replies_cap == 0)
-                return;
-        } else {
-            for (size_t i = 0; i < cli->replies_count; i++)
-                grown[i] = cli->replies[(cli->replies_head + i) % cli->replies_cap];
-            free(cli->replies);
-            cli->replies = grown;
-            cli->replies_cap = cap;
-            cli->replies_head = 0;
-        }
-    }
-    if (cli->replies_count < cli->replies_cap) {
-        cli->replies[(cli->replies_head + cli->replies_count) % cli->replies_cap] = reply;
-        cli->replies_count++;
-    }
+    cli_pending *p = arg;
+    p->came = true;
+    p->reply = reply;
 }
 
-/* Queues cmd[0..len), whose reply collect keeps. */
-static bool send_formatted(sl_cli *cli, const char *cmd, size_t len)
+/* Keeps p as the newest command; false if out of memory. */
+static bool pending_push(sl_cli *cli, cli_pending *p)
 {
-    if (!cli->link ||
-        !sl_redis_link_send_formatted(cli->link, cmd, len, collect, cli, SL_LINK_KEEP_REPLY)) {
-        if (!cli->error[0])
-            snprintf(cli->error, sizeof cli->error, "%s",
-                     cli->link ? "out of memory" : "connection lost");
+    if (cli->pending_count == cli->pending_cap) {
+        size_t cap = cli->pending_cap ? cli->pending_cap * 2 : 16;
+        cli_pending **grown = malloc(cap * sizeof *grown);
+        if (!grown)
+            return false;
+        for (size_t i = 0; i < cli->pending_count; i++)
+            grown[i] = cli->pending[(cli->pending_head + i) % cli->pending_cap];
+        free(cli->pending);
+        cli->pending = grown;
+        cli->pending_cap = cap;
+        cli->pending_head = 0;
+    }
+    cli->pending[(cli->pending_head + cli->pending_count) % cli->pending_cap] = p;
+    cli->pending_count++;
+    return true;
+}
+
+/* The arguments of a command hiredis formatted ("*N\r\n" then N times
+ * "$LEN\r\n" LEN bytes "\r\n"), pointing into cmd: the client takes
+ * argv, and the formatter keeps %b binary-safe. argv and lens are
+ * malloc'd (caller frees); -1 if out of memory or not that shape. */
+static int split_command(const char *cmd, size_t len, const char ***argv, size_t **lens)
+{
+    const char *p = cmd, *end = cmd + len;
+    char *after;
+    if (len < 4 || *p != '*')
+        return -1;
+    long n = strtol(p + 1, &after, 10);
+    if (n < 1 || n > INT32_MAX || after + 2 > end || after[0] != '\r')
+        return -1;
+    p = after + 2;
+    *argv = malloc((size_t)n * sizeof **argv);
+    *lens = malloc((size_t)n * sizeof **lens);
+    for (long i = 0; *argv && *lens && i < n; i++) {
+        long long arg_len = p < end && *p == '$' ? strtoll(p + 1, &after, 10) : -1;
+        if (arg_len < 0 || after + 2 > end || end - (after + 2) < arg_len + 2)
+            break;
+        (*argv)[i] = after + 2;
+        (*lens)[i] = (size_t)arg_len;
+        p = after + 2 + arg_len + 2;
+        if (i + 1 == n)
+            return (int)n;
+    }
+    free(*argv);
+    free(*lens);
+    return -1;
+}
+
+/* Sends argv about key, or (to_primary) to primary `primary`, its reply
+ * kept in order for next_reply. False with cli->error set. */
+static bool send_argv(sl_cli *cli, const char *key, bool to_primary, size_t primary, int argc,
+                      const char **argv, const size_t *lens)
+{
+    cli_pending *p = calloc(1, sizeof *p);
+    if (!p || !pending_push(cli, p)) {
+        free(p);
+        snprintf(cli->error, sizeof cli->error, "out of memory");
         return false;
     }
-    cli->awaited++;
-    return true;
+    bool sent = cli->redis &&
+                (to_primary ? sl_redis_client_send_to(cli->redis, primary, argc, argv, lens,
+                                                      on_reply, p)
+                            : sl_redis_client_send(cli->redis, key, argc, argv, lens, on_reply, p));
+    if (!sent) {
+        cli->pending_count--; /* never sent: no callback will come */
+        free(p);
+        const char *why = cli->redis ? sl_redis_client_error(cli->redis) : "";
+        snprintf(cli->error, sizeof cli->error, "%s", why[0] ? why : "connection lost");
+    }
+    return sent;
+}
+
+/* The same for a command hiredis formatted. */
+static bool send_formatted(sl_cli *cli, const char *key, bool to_primary, size_t primary,
+                           const char *cmd, int len)
+{
+    const char **argv = NULL;
+    size_t *lens = NULL;
+    int argc = len < 0 ? -1 : split_command(cmd, (size_t)len, &argv, &lens);
+    if (argc < 0) {
+        snprintf(cli->error, sizeof cli->error, "out of memory");
+        return false;
+    }
+    bool sent = send_argv(cli, key, to_primary, primary, argc, argv, lens);
+    free(argv);
+    free(lens);
+    return sent;
 }
 
 static bool append_failed(const sl_cli *cli)
@@ -213,32 +260,34 @@ static bool append_failed(const sl_cli *cli)
     return false;
 }
 
-bool sl_cli_append(sl_cli *cli, const char *format, ...)
+bool sl_cli_append(sl_cli *cli, const char *key, const char *format, ...)
 {
     char *cmd = NULL;
     va_list ap;
     va_start(ap, format);
     int len = redisvFormatCommand(&cmd, format, ap);
     va_end(ap);
-    if (len < 0) {
-        snprintf(cli->error, sizeof cli->error, "out of memory");
-        return append_failed(cli);
-    }
-    bool sent = send_formatted(cli, cmd, (size_t)len);
-    redisFreeCommand(cmd);
+    bool sent = send_formatted(cli, key, false, 0, cmd, len);
+    if (len >= 0)
+        redisFreeCommand(cmd);
     return sent || append_failed(cli);
 }
 
-bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *lens)
+bool sl_cli_append_argv(sl_cli *cli, const char *key, int argc, const char **argv,
+                        const size_t *lens)
 {
-    char *cmd = NULL;
-    int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (len < 0) {
-        snprintf(cli->error, sizeof cli->error, "out of memory");
-        return append_failed(cli);
+    size_t *measured = NULL;
+    if (!lens) {
+        measured = malloc((size_t)argc * sizeof *measured);
+        if (!measured) {
+            snprintf(cli->error, sizeof cli->error, "out of memory");
+            return append_failed(cli);
+        }
+        for (int i = 0; i < argc; i++)
+            measured[i] = strlen(argv[i]);
     }
-    bool sent = send_formatted(cli, cmd, (size_t)len);
-    redisFreeCommand(cmd);
+    bool sent = send_argv(cli, key, false, 0, argc, argv, lens ? lens : measured);
+    free(measured);
     return sent || append_failed(cli);
 }
 
@@ -246,159 +295,64 @@ bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *
  * connection went first (cli->error says why). */
 static redisReply *next_reply(sl_cli *cli)
 {
-    while (cli->replies_count == 0 && cli->awaited > 0 && cli->link)
-        event_base_loop(cli->base, EVLOOP_ONCE);
-    if (cli->replies_count == 0) {
-        if (!cli->error[0])
-            snprintf(cli->error, sizeof cli->error, "connection lost");
+    if (cli->pending_count == 0) {
+        snprintf(cli->error, sizeof cli->error, "no command sent");
         return NULL;
     }
-    redisReply *reply = cli->replies[cli->replies_head];
-    cli->replies_head = (cli->replies_head + 1) % cli->replies_cap;
-    cli->replies_count--;
-    if (!reply && !cli->error[0])
+    cli_pending *p = cli->pending[cli->pending_head];
+    /* Bounded: a command sent gets its reply, or NULL when the link's
+     * reply deadline closes it; 1 means the loop has nothing left. */
+    while (!p->came && event_base_loop(cli->base, EVLOOP_ONCE) == 0)
+        continue;
+    if (!p->came) {
         snprintf(cli->error, sizeof cli->error, "connection lost");
+        return NULL;
+    }
+    cli->pending_head = (cli->pending_head + 1) % cli->pending_cap;
+    cli->pending_count--;
+    redisReply *reply = p->reply;
+    free(p);
+    if (!reply) {
+        const char *why = sl_redis_client_error(cli->redis);
+        snprintf(cli->error, sizeof cli->error, "%s", why[0] ? why : "connection lost");
+    }
     return reply;
 }
 
-redisReply *sl_cli_command(sl_cli *cli, const char *format, ...)
+redisReply *sl_cli_command(sl_cli *cli, const char *key, const char *format, ...)
 {
     char *cmd = NULL;
     va_list ap;
     va_start(ap, format);
     int len = redisvFormatCommand(&cmd, format, ap);
     va_end(ap);
-    if (len < 0) {
-        snprintf(cli->error, sizeof cli->error, "out of memory");
-        return NULL;
-    }
-    bool sent = send_formatted(cli, cmd, (size_t)len);
-    redisFreeCommand(cmd);
+    bool sent = send_formatted(cli, key, false, 0, cmd, len);
+    if (len >= 0)
+        redisFreeCommand(cmd);
+    return sent ? next_reply(cli) : NULL;
+}
+
+size_t sl_cli_primary_count(const sl_cli *cli)
+{
+    return cli->redis ? sl_redis_client_primary_count(cli->redis) : 0;
+}
+
+redisReply *sl_cli_command_to(sl_cli *cli, size_t primary, const char *format, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, format);
+    int len = redisvFormatCommand(&cmd, format, ap);
+    va_end(ap);
+    bool sent = send_formatted(cli, NULL, true, primary, cmd, len);
+    if (len >= 0)
+        redisFreeCommand(cmd);
     return sent ? next_reply(cli) : NULL;
 }
 
 const char *sl_cli_error(const sl_cli *cli)
 {
     return cli->error[0] ? cli->error : "connection lost";
-}
-
-/* Sends one setup command and checks for an error reply; the message
- * names the command only (its arguments may be secret). */
-static int setup_command(sl_cli *cli, const char *what, int argc, const char **argv)
-{
-    redisReply *reply = sl_cli_append_argv(cli, argc, argv, NULL) ? next_reply(cli) : NULL;
-    if (!reply) {
-        fprintf(stderr, "sluice %s: redis %s: %s failed: %s\n", cli->command, cli->address, what,
-                sl_cli_error(cli));
-        return SL_CLI_RUNTIME;
-    }
-    int code = SL_CLI_OK;
-    if (reply->type == REDIS_REPLY_ERROR) {
-        fprintf(stderr, "sluice %s: redis %s: %s failed: %s\n", cli->command, cli->address, what,
-                reply->str);
-        code = SL_CLI_RUNTIME;
-    }
-    freeReplyObject(reply);
-    return code;
-}
-
-/* Connects the link to t (one server, or one node of a cluster),
- * authenticates and selects the database. */
-static int connect_node(sl_cli *cli, const sl_redis_target *t)
-{
-    cli->error[0] = '\0';
-    cli->link = sl_redis_link_open(cli->base, t, &cli_timeouts, on_link_event, NULL, cli,
-                                   cli->error, sizeof cli->error);
-    while (cli->link && !sl_redis_link_up(cli->link))
-        event_base_loop(cli->base, EVLOOP_ONCE);
-    if (!cli->link) {
-        fprintf(stderr, "sluice %s: cannot connect to Redis at %s: %s\n", cli->command,
-                cli->address, sl_cli_error(cli));
-        return SL_CLI_RUNTIME;
-    }
-    if (t->password) {
-        const char *argv[3] = {"AUTH", t->password, NULL};
-        int argc = 2;
-        if (t->username) {
-            argv[1] = t->username;
-            argv[2] = t->password;
-            argc = 3;
-        }
-        int code = setup_command(cli, "AUTH", argc, argv);
-        if (code != SL_CLI_OK)
-            return code;
-    }
-    if (t->db != 0) {
-        char db[16];
-        snprintf(db, sizeof db, "%d", t->db);
-        const char *argv[] = {"SELECT", db};
-        int code = setup_command(cli, "SELECT", 2, argv);
-        if (code != SL_CLI_OK)
-            return code;
-    }
-    return SL_CLI_OK;
-}
-
-/* ---- Redis Cluster: the slot map, and the link moved to a key's owner - */
-
-/* The slot map, from the first seed that gives one. */
-static int read_map(sl_cli *cli)
-{
-    cli->map = malloc(sizeof *cli->map);
-    if (!cli->map) {
-        fprintf(stderr, "sluice %s: out of memory\n", cli->command);
-        return SL_CLI_RUNTIME;
-    }
-    for (size_t i = 0; i < cli->target->seed_count; i++) {
-        const sl_redis_seed *seed = &cli->target->seeds[i];
-        sl_redis_target_clear(&cli->node);
-        if (!sl_redis_target_node(cli->target, seed->host, seed->port, &cli->node)) {
-            fprintf(stderr, "sluice %s: out of memory\n", cli->command);
-            return SL_CLI_RUNTIME;
-        }
-        if (connect_node(cli, &cli->node) != SL_CLI_OK)
-            continue; /* said why; the next seed may answer */
-        redisReply *reply = sl_cli_command(cli, "CLUSTER SLOTS");
-        char err[256];
-        bool ok = sl_cluster_map_parse(reply, cli->node.host, cli->map, err, sizeof err);
-        if (!ok)
-            fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address,
-                    reply ? err : sl_cli_error(cli));
-        if (reply)
-            freeReplyObject(reply);
-        sl_redis_link_free(cli->link);
-        cli->link = NULL;
-        if (ok)
-            return SL_CLI_OK;
-    }
-    free(cli->map);
-    cli->map = NULL;
-    fprintf(stderr, "sluice %s: redis %s: no seed gave the cluster's slot map\n", cli->command,
-            cli->address);
-    return SL_CLI_RUNTIME;
-}
-
-/* Moves the link to primary i of the map, once every reply due on the
- * link now has come (they stay in order for sl_cli_reply). */
-static int move_to(sl_cli *cli, size_t i)
-{
-    if (cli->link && cli->node_index == (int)i)
-        return SL_CLI_OK;
-    while (cli->awaited > 0 && cli->link)
-        event_base_loop(cli->base, EVLOOP_ONCE);
-    sl_redis_link_free(cli->link);
-    cli->link = NULL;
-    sl_redis_target_clear(&cli->node);
-    cli->node_index = -1;
-    const sl_cluster_node *p = &cli->map->primaries[i];
-    if (!sl_redis_target_node(cli->target, p->host, p->port, &cli->node)) {
-        fprintf(stderr, "sluice %s: out of memory\n", cli->command);
-        return SL_CLI_RUNTIME;
-    }
-    int code = connect_node(cli, &cli->node);
-    if (code == SL_CLI_OK)
-        cli->node_index = (int)i;
-    return code;
 }
 
 int sl_cli_connect(sl_cli *cli)
@@ -411,58 +365,42 @@ int sl_cli_connect(sl_cli *cli)
         fprintf(stderr, "sluice %s: warning: redis_tls.verify is false: the server's "
                         "certificate is not checked\n", cli->command);
     cli->base = event_base_new();
-    if (!cli->base) {
+    cli->redis = cli->base ? sl_redis_client_new(cli->base, t, NULL, on_ready, NULL, cli) : NULL;
+    if (!cli->redis) {
         fprintf(stderr, "sluice %s: cannot connect to Redis at %s: out of memory\n",
                 cli->command, cli->address);
         return SL_CLI_RUNTIME;
     }
-    cli->node_index = -1;
-    if (t->mode != SL_REDIS_CLUSTER)
-        return connect_node(cli, t);
-    int code = read_map(cli);
-    /* primary 0 until a command names its key: TIME goes anywhere */
-    return code == SL_CLI_OK ? move_to(cli, 0) : code;
-}
-
-int sl_cli_route(sl_cli *cli, const char *key)
-{
-    if (!cli->map)
-        return SL_CLI_OK;
-    unsigned slot = sl_cluster_key_slot(key, strlen(key));
-    uint16_t owner = cli->map->owner[slot];
-    if (owner == SL_CLUSTER_NO_OWNER) {
-        fprintf(stderr, "sluice %s: redis %s: no primary serves slot %u (of %s)\n", cli->command,
-                cli->address, slot, key);
+    /* No scripts: the CLI sends its own (EVAL), and a user allowed only
+     * LPUSH can push. */
+    const sl_redis_conn_options options = {.no_scripts = true, .keep_replies = true};
+    sl_redis_client_set_options(cli->redis, &options);
+    /* One attempt, bounded by the connect, handshake and reply deadlines:
+     * the first failure is the answer (the client would retry for ever). */
+    const char *why = sl_redis_client_error(cli->redis);
+    while (!sl_redis_client_ready(cli->redis) && !why[0] &&
+           event_base_loop(cli->base, EVLOOP_ONCE) == 0)
+        why = sl_redis_client_error(cli->redis);
+    if (!sl_redis_client_ready(cli->redis)) {
+        fprintf(stderr, "sluice %s: cannot connect to Redis at %s: %s\n", cli->command,
+                cli->address, why[0] ? why : "connection lost");
         return SL_CLI_RUNTIME;
     }
-    return move_to(cli, owner);
-}
-
-size_t sl_cli_primary_count(const sl_cli *cli)
-{
-    return cli->map ? cli->map->primary_count : 1;
-}
-
-int sl_cli_route_primary(sl_cli *cli, size_t i)
-{
-    return cli->map ? move_to(cli, i) : SL_CLI_OK;
+    return SL_CLI_OK;
 }
 
 void sl_cli_close(sl_cli *cli)
 {
-    sl_redis_link_free(cli->link); /* pending replies are collected as NULL */
-    while (cli->replies_count > 0) {
-        redisReply *reply = cli->replies[cli->replies_head];
-        if (reply)
-            freeReplyObject(reply);
-        cli->replies_head = (cli->replies_head + 1) % cli->replies_cap;
-        cli->replies_count--;
+    sl_redis_client_free(cli->redis); /* pending commands get their NULL reply */
+    while (cli->pending_count > 0) {
+        cli_pending *p = cli->pending[cli->pending_head];
+        if (p->reply)
+            freeReplyObject(p->reply);
+        free(p);
+        cli->pending_head = (cli->pending_head + 1) % cli->pending_cap;
+        cli->pending_count--;
     }
-    free(cli->replies);
-    if (cli->map)
-        sl_cluster_map_clear(cli->map);
-    free(cli->map);
-    sl_redis_target_clear(&cli->node);
+    free(cli->pending);
     if (cli->base)
         event_base_free(cli->base);
     free(cli->address);

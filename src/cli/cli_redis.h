@@ -1,8 +1,10 @@
 /* cli_redis.h - what the Redis subcommands share: the -c/--redis/--prefix
- * options, loading the config, one blocking connection with a 5 s timeout
- * (the daemon's redis_link, TCP, unix socket or TLS, run on a private
- * event loop until each reply is in), and error messages that name the
- * address but never the password. */
+ * options, loading the config, blocking commands with a 5 s timeout (the
+ * daemon's redis_client, whatever the shape of the Redis, run on a
+ * private event loop until each reply is in), and error messages that
+ * name the address but never the password. Each command names the key it
+ * is about, so that it goes where that key lives; the commands of one
+ * MULTI name the same key. */
 #ifndef SLUICE_CLI_REDIS_H
 #define SLUICE_CLI_REDIS_H
 
@@ -15,8 +17,7 @@
 
 #include "config/config.h"
 #include "config/redis_url.h"
-#include "redis/cluster_slots.h"
-#include "redis/redis_link.h"
+#include "redis/redis_client.h"
 
 enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
 
@@ -33,7 +34,7 @@ enum {
 #define SL_CLI_COMMON_HELP                                                         \
     "  -c, --config FILE   take Redis, prefix and tenant rules from FILE\n"        \
     "      --redis URL     or connect to URL (redis://, rediss://, unix://,\n"     \
-    "                      or a cluster's redis-cluster://h:p,h:p);\n"           \
+    "                      redis-sentinel:// or redis-cluster://);\n"            \
     "                      the prefix is then \"sluice\"\n"                        \
     "      --prefix P      use key prefix P instead\n"                             \
     "  -h, --help          print this help\n"
@@ -69,14 +70,13 @@ typedef struct sl_cli {
     char *address;        /* the URL with the password replaced by "***" */
     char prefix[72];
     struct event_base *base; /* NULL until sl_cli_connect */
-    sl_redis_link *link;  /* NULL until connected, and once lost */
-    sl_cluster_map *map;  /* Redis Cluster: the slot map read at connect; else NULL */
-    sl_redis_target node; /* Redis Cluster: the node the link is on */
-    int node_index;       /* its index among map's primaries; -1 none */
-    redisReply **replies; /* come, not yet taken; NULL = lost before it came */
-    size_t replies_head, replies_count, replies_cap;
-    size_t awaited;       /* commands sent whose reply has not come */
-    char error[256];      /* why the connection went, "" while it lasts */
+    sl_redis_client *redis;  /* NULL until sl_cli_connect */
+    /* The commands sent, oldest first, each with its reply once it came
+     * (replies from several nodes come in any order; they are read in the
+     * order the commands went). */
+    struct sl_cli_pending **pending;
+    size_t pending_head, pending_count, pending_cap;
+    char error[256];      /* why the last command failed, "" before */
 } sl_cli;
 
 /* Loads the config or parses the URL (exactly one of them must be given)
@@ -85,37 +85,31 @@ typedef struct sl_cli {
 int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts);
 
 /* Connects (5 s timeout for connect and every reply), authenticates and
- * selects the database; with a Redis Cluster, reads the slot map from
- * the first seed that answers and connects to a primary (sl_cli_route
- * moves it). SL_CLI_OK, or SL_CLI_RUNTIME after a message
- * naming the redacted address. */
+ * selects the database; one attempt. SL_CLI_OK, or SL_CLI_RUNTIME after a
+ * message naming the redacted address. */
 int sl_cli_connect(sl_cli *cli);
-
-/* Redis Cluster (nothing otherwise): moves the connection to the primary
- * that owns key's slot, once the replies due on the current one have
- * come (sl_cli_reply still returns them in order). Every command after
- * it must be about keys of that slot, or keyless. SL_CLI_OK, or
- * SL_CLI_RUNTIME after a message. */
-int sl_cli_route(sl_cli *cli, const char *key);
-/* How many primaries hold keys (1 for one server), and moving the
- * connection to primary i (as sl_cli_route): what every primary must
- * answer (SCAN). */
-size_t sl_cli_primary_count(const sl_cli *cli);
-int sl_cli_route_primary(sl_cli *cli, size_t i);
 
 /* Disconnects and frees; safe on a zeroed or failed sl_cli. */
 void sl_cli_close(sl_cli *cli);
 
-/* Queues a command (printf-like, as hiredis's redisCommand) or one given
- * as argv/lens; its reply is read with sl_cli_reply, in order. False
- * after printing why (out of memory, connection lost). */
-bool sl_cli_append(sl_cli *cli, const char *format, ...);
-bool sl_cli_append_argv(sl_cli *cli, int argc, const char **argv, const size_t *lens);
+/* Queues a command about key (NULL: about none, e.g. TIME), printf-like
+ * as hiredis's redisCommand, or given as argv/lens; its reply is read
+ * with sl_cli_reply, in order. False after printing why (out of memory,
+ * connection lost). */
+bool sl_cli_append(sl_cli *cli, const char *key, const char *format, ...);
+bool sl_cli_append_argv(sl_cli *cli, const char *key, int argc, const char **argv,
+                        const size_t *lens);
 
-/* Sends a command and waits for its reply, which is returned as it came
- * (an error reply too; caller frees). NULL if the connection failed:
- * sl_cli_error says why, nothing is printed. */
-redisReply *sl_cli_command(sl_cli *cli, const char *format, ...);
+/* Sends a command about key (NULL: none) and waits for its reply, which
+ * is returned as it came (an error reply too; caller frees). NULL if the
+ * connection failed: sl_cli_error says why, nothing is printed. */
+redisReply *sl_cli_command(sl_cli *cli, const char *key, const char *format, ...);
+
+/* How many primaries the Redis has (1 but for a Cluster): what each must
+ * answer (SCAN) goes to each with sl_cli_command_to. */
+size_t sl_cli_primary_count(const sl_cli *cli);
+/* sl_cli_command sent to primary i (< sl_cli_primary_count). */
+redisReply *sl_cli_command_to(sl_cli *cli, size_t primary, const char *format, ...);
 
 /* Why the last command got no reply ("no reply within 5000 ms", ...). */
 const char *sl_cli_error(const sl_cli *cli);

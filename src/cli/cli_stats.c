@@ -82,54 +82,14 @@ static int out_of_memory(void)
     return SL_CLI_RUNTIME;
 }
 
-static int scan_primary(sl_cli *cli, size_t p, const char *pattern, stats_list *list);
-
-/* Collects tenant names from the config, <prefix>:tenants and queue keys. */
-static int discover(sl_cli *cli, stats_list *list)
+/* Collects the tenants of queue keys on primary `primary` into list. */
+static int scan_queues(sl_cli *cli, size_t primary, stats_list *list)
 {
-    if (cli->config)
-        for (size_t i = 0; i < cli->config->tenant_count; i++)
-            if (!add_tenant(list, cli->config->tenants[i].name))
-                return out_of_memory();
-    char tenants_key[SL_KEY_MAX];
-    snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
-    if (sl_cli_route(cli, tenants_key) != SL_CLI_OK)
-        return SL_CLI_RUNTIME;
-    redisReply *reply = sl_cli_command(cli, "SMEMBERS %s", tenants_key);
-    if (!reply) {
-        fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, sl_cli_error(cli));
-        return SL_CLI_RUNTIME;
-    }
-    if (reply->type == REDIS_REPLY_ARRAY) {
-        for (size_t i = 0; i < reply->elements; i++) {
-            const char *name = reply->element[i]->str;
-            if (name && sl_tenant_name_valid(name) && !add_tenant(list, name)) {
-                freeReplyObject(reply);
-                return out_of_memory();
-            }
-        }
-    }
-    freeReplyObject(reply);
-    char pattern[SL_KEY_MAX];
-    snprintf(pattern, sizeof pattern, "%s:{*}:queue", cli->prefix);
-    /* every primary's keys (a Redis Cluster's shards) */
-    for (size_t p = 0; p < sl_cli_primary_count(cli); p++) {
-        int code = scan_primary(cli, p, pattern, list);
-        if (code != SL_CLI_OK)
-            return code;
-    }
-    return SL_CLI_OK;
-}
-
-/* Adds the tenant of every queue key on primary p. */
-static int scan_primary(sl_cli *cli, size_t p, const char *pattern, stats_list *list)
-{
-    if (sl_cli_route_primary(cli, p) != SL_CLI_OK)
-        return SL_CLI_RUNTIME;
-    char cursor[32] = "0";
     redisReply *reply;
+    char cursor[32] = "0", pattern[SL_KEY_MAX];
+    snprintf(pattern, sizeof pattern, "%s:{*}:queue", cli->prefix);
     do {
-        reply = sl_cli_command(cli, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+        reply = sl_cli_command_to(cli, primary, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
         if (!reply) {
             fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, sl_cli_error(cli));
             return SL_CLI_RUNTIME;
@@ -155,6 +115,37 @@ static int scan_primary(sl_cli *cli, size_t p, const char *pattern, stats_list *
         freeReplyObject(reply);
     } while (strcmp(cursor, "0") != 0);
     return SL_CLI_OK;
+}
+
+/* Collects tenant names from the config, <prefix>:tenants and the queue
+ * keys on every primary. */
+static int discover(sl_cli *cli, stats_list *list)
+{
+    if (cli->config)
+        for (size_t i = 0; i < cli->config->tenant_count; i++)
+            if (!add_tenant(list, cli->config->tenants[i].name))
+                return out_of_memory();
+    char tenants_key[SL_KEY_MAX];
+    snprintf(tenants_key, sizeof tenants_key, "%s:tenants", cli->prefix);
+    redisReply *reply = sl_cli_command(cli, tenants_key, "SMEMBERS %s", tenants_key);
+    if (!reply) {
+        fprintf(stderr, "sluice stats: redis %s: %s\n", cli->address, sl_cli_error(cli));
+        return SL_CLI_RUNTIME;
+    }
+    if (reply->type == REDIS_REPLY_ARRAY) {
+        for (size_t i = 0; i < reply->elements; i++) {
+            const char *name = reply->element[i]->str;
+            if (name && sl_tenant_name_valid(name) && !add_tenant(list, name)) {
+                freeReplyObject(reply);
+                return out_of_memory();
+            }
+        }
+    }
+    freeReplyObject(reply);
+    int code = SL_CLI_OK;
+    for (size_t i = 0; code == SL_CLI_OK && i < sl_cli_primary_count(cli); i++)
+        code = scan_queues(cli, i, list);
+    return code;
 }
 
 static bool integer_of(const redisReply *r, long long *out)
@@ -199,18 +190,17 @@ static void settings_of(tenant_stats *t, const redisReply *r, const sl_tenant_co
  * pipeline. */
 static int measure(sl_cli *cli, stats_list *list)
 {
-    if (!sl_cli_append(cli, "TIME"))
+    if (!sl_cli_append(cli, NULL, "TIME"))
         return SL_CLI_RUNTIME;
     for (size_t i = 0; i < list->count; i++) {
         sl_tenant_keys keys;
         sl_tenant_keys_init(&keys, cli->prefix, list->items[i].name);
-        if (sl_cli_route(cli, keys.queue) != SL_CLI_OK ||
-            !sl_cli_append(cli, "LLEN %s", keys.queue) ||
-            !sl_cli_append(cli, "ZCARD %s", keys.inflight) ||
-            !sl_cli_append(cli, "ZCARD %s", keys.retry) ||
-            !sl_cli_append(cli, "LLEN %s", keys.dlq) ||
-            !sl_cli_append(cli, "HMGET %s next_free frac", keys.shape) ||
-            !sl_cli_append(cli, SETTINGS_HMGET, keys.settings))
+        if (!sl_cli_append(cli, keys.queue, "LLEN %s", keys.queue) ||
+            !sl_cli_append(cli, keys.inflight, "ZCARD %s", keys.inflight) ||
+            !sl_cli_append(cli, keys.retry, "ZCARD %s", keys.retry) ||
+            !sl_cli_append(cli, keys.dlq, "LLEN %s", keys.dlq) ||
+            !sl_cli_append(cli, keys.shape, "HMGET %s next_free frac", keys.shape) ||
+            !sl_cli_append(cli, keys.settings, SETTINGS_HMGET, keys.settings))
             return SL_CLI_RUNTIME;
     }
     redisReply *reply = sl_cli_reply(cli);

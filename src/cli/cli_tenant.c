@@ -60,7 +60,7 @@ static const char *const settings_fields[] = {"rate", "capacity", "concurrency",
 /* Redis's clock in unix ms: pauses and events go by the fleet's clock. */
 static int redis_now_ms(sl_cli *cli, int64_t *out)
 {
-    redisReply *r = sl_cli_command(cli, "TIME");
+    redisReply *r = sl_cli_command(cli, NULL, "TIME");
     if (!r) {
         fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
@@ -77,7 +77,7 @@ static int redis_now_ms(sl_cli *cli, int64_t *out)
 /* The settings hash as the claim script reads it. */
 static int read_settings(sl_cli *cli, const sl_tenant_keys *keys, sl_settings *s)
 {
-    redisReply *r = sl_cli_command(cli, "HMGET %s %s %s %s %s %s", keys->settings,
+    redisReply *r = sl_cli_command(cli, keys->settings, "HMGET %s %s %s %s %s %s", keys->settings,
                                     settings_fields[0], settings_fields[1], settings_fields[2],
                                     settings_fields[3], settings_fields[4]);
     if (!r) {
@@ -155,7 +155,7 @@ static int try_changes(sl_cli *cli, const sl_tenant_keys *keys, change *changes,
                        const char *by, bool *raced, int64_t *old, bool *had)
 {
     *raced = false;
-    redisReply *r = sl_cli_command(cli, "WATCH %s", keys->settings);
+    redisReply *r = sl_cli_command(cli, keys->settings, "WATCH %s", keys->settings);
     if (!r) {
         fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;
@@ -164,7 +164,8 @@ static int try_changes(sl_cli *cli, const sl_tenant_keys *keys, change *changes,
     int64_t now_ms;
     int code = redis_now_ms(cli, &now_ms);
     for (size_t i = 0; code == SL_CLI_OK && i < n; i++) {
-        if (!(r = sl_cli_command(cli, "HGET %s %s", keys->settings, changes[i].field))) {
+        if (!(r = sl_cli_command(cli, keys->settings, "HGET %s %s", keys->settings,
+                                  changes[i].field))) {
             fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address,
                     sl_cli_error(cli));
             return SL_CLI_RUNTIME;
@@ -174,12 +175,12 @@ static int try_changes(sl_cli *cli, const sl_tenant_keys *keys, change *changes,
         freeReplyObject(r);
     }
     if (code != SL_CLI_OK) {
-        freeReplyObject(sl_cli_command(cli, "UNWATCH"));
+        freeReplyObject(sl_cli_command(cli, keys->settings, "UNWATCH"));
         return code;
     }
     /* MULTI ... EXEC pipelined: the replies are QUEUED and then EXEC's. */
     size_t sent = 0;
-    bool ok = sl_cli_append(cli, "MULTI");
+    bool ok = sl_cli_append(cli, keys->settings, "MULTI");
     sent += ok;
     for (size_t i = 0; ok && i < n; i++) {
         change *c = &changes[i];
@@ -193,17 +194,18 @@ static int try_changes(sl_cli *cli, const sl_tenant_keys *keys, change *changes,
             ok = false;
             break;
         }
-        ok = c->has_new ? sl_cli_append(cli, "HSET %s %s %lld", keys->settings, c->field,
-                                        (long long)value)
-                        : sl_cli_append(cli, "HDEL %s %s", keys->settings, c->field);
-        ok = ok && sl_cli_append(cli, "LPUSH %s %s", keys->events, event);
+        ok = c->has_new ? sl_cli_append(cli, keys->settings, "HSET %s %s %lld", keys->settings,
+                                        c->field, (long long)value)
+                        : sl_cli_append(cli, keys->settings, "HDEL %s %s", keys->settings,
+                                        c->field);
+        ok = ok && sl_cli_append(cli, keys->settings, "LPUSH %s %s", keys->events, event);
         free(event);
         sent += ok ? 2 : 0;
         c->value = value;
     }
-    ok = ok && sl_cli_append(cli, "LTRIM %s 0 %d", keys->events, EVENTS_KEPT - 1);
+    ok = ok && sl_cli_append(cli, keys->settings, "LTRIM %s 0 %d", keys->events, EVENTS_KEPT - 1);
     sent += ok;
-    ok = ok && sl_cli_append(cli, "EXEC");
+    ok = ok && sl_cli_append(cli, keys->settings, "EXEC");
     if (!ok)
         return SL_CLI_RUNTIME;
     for (size_t i = 0; i < sent; i++) {
@@ -249,8 +251,6 @@ static int apply_changes(sl_cli *cli, const char *tenant, change *changes, size_
 {
     sl_tenant_keys keys;
     sl_tenant_keys_init(&keys, cli->prefix, tenant);
-    if (sl_cli_route(cli, keys.settings) != SL_CLI_OK)
-        return SL_CLI_RUNTIME;
     char by[BY_MAX];
     if (by_opt)
         snprintf(by, sizeof by, "%s", by_opt);
@@ -299,14 +299,13 @@ static int read_shown(sl_cli *cli, const char *tenant, shown *out)
 {
     sl_tenant_keys keys;
     sl_tenant_keys_init(&keys, cli->prefix, tenant);
-    int code = sl_cli_route(cli, keys.settings);
-    if (code == SL_CLI_OK)
-        code = read_settings(cli, &keys, &out->s);
+    int code = read_settings(cli, &keys, &out->s);
     if (code == SL_CLI_OK)
         code = redis_now_ms(cli, &out->now_ms);
     if (code != SL_CLI_OK)
         return code;
-    out->events = sl_cli_command(cli, "LRANGE %s 0 %d", keys.events, EVENTS_SHOWN - 1);
+    out->events = sl_cli_command(cli, keys.events, "LRANGE %s 0 %d", keys.events,
+                                 EVENTS_SHOWN - 1);
     if (!out->events) {
         fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;

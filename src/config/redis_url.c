@@ -456,6 +456,27 @@ bool sl_redis_target_node(const sl_redis_target *t, const char *host, int port,
     return false;
 }
 
+bool sl_redis_target_copy(const sl_redis_target *t, sl_redis_target *out)
+{
+    if (!sl_redis_target_node(t, t->host, t->port, out))
+        return false;
+    out->mode = t->mode;
+    bool ok = copy_string(t->unix_path, &out->unix_path) &&
+              copy_string(t->master_name, &out->master_name);
+    if (ok && t->seed_count > 0) {
+        out->seeds = calloc(t->seed_count, sizeof *out->seeds);
+        ok = out->seeds != NULL;
+        for (size_t i = 0; ok && i < t->seed_count; i++) {
+            out->seed_count = i + 1; /* freed by clear if a later one fails */
+            out->seeds[i].port = t->seeds[i].port;
+            ok = copy_string(t->seeds[i].host, &out->seeds[i].host);
+        }
+    }
+    if (!ok)
+        sl_redis_target_clear(out);
+    return ok;
+}
+
 static bool same_string(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);

@@ -80,6 +80,11 @@ char *sl_redis_target_redacted(const sl_redis_target *t);
 bool sl_redis_target_node(const sl_redis_target *t, const char *host, int port,
                           sl_redis_target *out);
 
+/* Makes *out a copy of t, every string its own (e.g. of a node whose
+ * target may go before what connects to it). False if out of memory
+ * (*out zeroed). Free with sl_redis_target_clear. */
+bool sl_redis_target_copy(const sl_redis_target *t, sl_redis_target *out);
+
 /* True if a and b name the same Redis the same way: every field and seed
  * but the TLS options (compared apart: config reload names them apart). */
 bool sl_redis_target_same(const sl_redis_target *a, const sl_redis_target *b);

@@ -25,6 +25,7 @@
 #include "daemon/sd_notify.h"
 #include "version.h"
 #include "daemon/worker.h"
+#include "daemon/worker_policy.h"
 
 typedef struct daemon_state {
     const sl_config *config; /* the running one */
@@ -50,22 +51,28 @@ typedef struct daemon_state {
     int signals_seen;
     bool worker_failed; /* one worker ended unasked: the others were told to drain */
     unsigned *last_heartbeat; /* per worker, at the previous watchdog tick */
+    unsigned *heartbeat;      /* per worker, at this tick (scratch) */
+    bool *ended;              /* per worker, at this tick (scratch) */
+    atomic_bool *loop_ended;  /* per worker: its sl_worker_run returned */
     bool check_heartbeats;    /* ticks are far enough apart for heartbeats to move */
 } daemon_state;
 
 /* systemd's watchdog (WatchdogSec=): petted at half its interval, and only
- * while every worker's loop is seen moving, so a stuck worker gets the
- * service restarted. */
+ * while every worker's loop that still runs is seen moving, so a stuck
+ * worker gets the service restarted (one that drained and ended is not
+ * stuck). */
 static void on_watchdog(evutil_socket_t fd, short kind, void *arg)
 {
     (void)fd;
     (void)kind;
     daemon_state *d = arg;
     bool all_alive = true;
-    for (int i = 0; d->check_heartbeats && i < d->started; i++) {
-        unsigned beat = sl_worker_heartbeat(d->workers[i]);
-        all_alive &= beat != d->last_heartbeat[i];
-        d->last_heartbeat[i] = beat;
+    if (d->check_heartbeats) {
+        for (int i = 0; i < d->started; i++) {
+            d->heartbeat[i] = sl_worker_heartbeat(d->workers[i]);
+            d->ended[i] = atomic_load(&d->loop_ended[i]);
+        }
+        all_alive = sl_workers_alive(d->heartbeat, d->last_heartbeat, d->ended, (size_t)d->started);
     }
     if (all_alive)
         sl_sd_notify("WATCHDOG=1");
@@ -83,6 +90,7 @@ static void *worker_thread(void *arg)
     worker_start *start = arg;
     daemon_state *d = start->daemon;
     d->exit_codes[start->index] = sl_worker_run(d->workers[start->index]);
+    atomic_store(&d->loop_ended[start->index], true);
     atomic_fetch_add(&d->finished, 1);
     event_active(d->worker_done, EV_READ, 0);
     return NULL;
@@ -100,6 +108,7 @@ static void on_worker_done(evutil_socket_t fd, short kind, void *arg)
          * only some of its tenants would hide that. Stop, cleanly, exit 1. */
         d->worker_failed = true;
         SL_LOG(SL_LOG_ERROR, "msg=\"a worker stopped unexpectedly: stopping the others\"");
+        sl_sd_notify("STOPPING=1\nSTATUS=a worker stopped unexpectedly: draining the others");
         for (int i = 0; i < d->started; i++)
             sl_worker_command(d->workers[i], SL_WORKER_DRAIN);
     }
@@ -119,6 +128,9 @@ static void on_stop_signal(evutil_socket_t sig, short kind, void *arg)
         SL_LOG(SL_LOG_WARNING, "msg=\"second signal: exiting now; leased jobs return when their leases expire\"");
         for (int i = 0; i < d->started; i++)
             sl_worker_command(d->workers[i], SL_WORKER_STOP);
+        /* Now, not once the workers have stopped: a stuck worker is what a
+         * second signal is for. */
+        event_base_loopbreak(d->base);
     }
 }
 
@@ -276,6 +288,9 @@ int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace)
     d.threads = calloc((size_t)n, sizeof *d.threads);
     d.exit_codes = calloc((size_t)n, sizeof *d.exit_codes);
     d.in_use = calloc((size_t)n, sizeof *d.in_use);
+    d.loop_ended = calloc((size_t)n, sizeof *d.loop_ended);
+    for (int i = 0; d.loop_ended && i < n; i++)
+        atomic_init(&d.loop_ended[i], false);
     worker_start *starts = calloc((size_t)n, sizeof *starts);
     struct event *term = d.base ? evsignal_new(d.base, SIGTERM, on_stop_signal, &d) : NULL;
     struct event *interrupt = d.base ? evsignal_new(d.base, SIGINT, on_stop_signal, &d) : NULL;
@@ -283,7 +298,8 @@ int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace)
     d.worker_done = d.base ? event_new(d.base, -1, 0, on_worker_done, &d) : NULL;
     d.retire_timer = d.base ? event_new(d.base, -1, EV_PERSIST, on_retire_timer, &d) : NULL;
     int code = 1;
-    if (!d.base || !d.workers || !d.threads || !d.exit_codes || !d.in_use || !starts || !term ||
+    if (!d.base || !d.workers || !d.threads || !d.exit_codes || !d.in_use || !d.loop_ended ||
+        !starts || !term ||
         !interrupt || !hup || !d.worker_done || !d.retire_timer) {
         SL_LOG(SL_LOG_ERROR, "msg=\"out of memory starting the daemon\"");
         goto done;
@@ -301,6 +317,7 @@ int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace)
         starts[i] = (worker_start){&d, i};
         if (!d.workers[i] || pthread_create(&d.threads[i], NULL, worker_thread, &starts[i]) != 0) {
             SL_LOG(SL_LOG_ERROR, "msg=\"cannot start worker\" worker=%d", i);
+            d.worker_failed = true; /* so a worker's end does not turn this STOP into a DRAIN */
             for (int j = 0; j < d.started; j++)
                 sl_worker_command(d.workers[j], SL_WORKER_STOP);
             break;
@@ -311,7 +328,9 @@ int sl_daemon_run(const sl_config *config, const char *config_path, FILE *trace)
     int64_t watchdog_usec = sl_sd_watchdog_usec(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"),
                                                 (long)getpid());
     d.last_heartbeat = calloc((size_t)n, sizeof *d.last_heartbeat);
-    if (d.started == n && watchdog_usec > 0 && d.last_heartbeat) {
+    d.heartbeat = calloc((size_t)n, sizeof *d.heartbeat);
+    d.ended = calloc((size_t)n, sizeof *d.ended);
+    if (d.started == n && watchdog_usec > 0 && d.last_heartbeat && d.heartbeat && d.ended) {
         watchdog = event_new(d.base, -1, EV_PERSIST, on_watchdog, &d);
         d.check_heartbeats = watchdog_usec / 2 >= 500000; /* workers beat every 100 ms */
         struct timeval half = {(time_t)(watchdog_usec / 2 / 1000000),
@@ -378,6 +397,9 @@ done:
     free(d.reloaded);
     free(d.in_use);
     free(d.last_heartbeat);
+    free(d.heartbeat);
+    free(d.ended);
+    free(d.loop_ended);
     free(d.exit_codes);
     free(d.threads);
     free(d.workers);

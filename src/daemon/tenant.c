@@ -47,6 +47,7 @@ typedef struct job {
     int64_t lease;
     int64_t attempts; /* made before this one */
     int64_t send_at_us; /* the slot on this machine's CLOCK_REALTIME */
+    int64_t rate_milli; /* the tenant's rate when claimed: the pace it leaves at */
     char *element;      /* the job as pushed, in text, parsed only when it is
                            sent so that a claimed batch never stalls the loop */
     size_t element_len;
@@ -63,6 +64,8 @@ struct tenant {
     sl_claim_params claim;
     size_t concurrency;   /* the last claim's effective one (settings over file) */
     int64_t rate_milli;   /* the last claim's effective rate */
+    bool rate_adaptive;   /* ... and it is the adaptive rate */
+    int64_t heard_rate_milli; /* the newest rate a claim or (adaptive) ack reply named */
     sl_claim_limit *limits;         /* owned, claim.limits points here */
     sl_tenant_keys keys;
     sl_job_rules rules;
@@ -211,6 +214,11 @@ static void on_ack_reply(redisReply *reply, void *arg)
         return;
     }
     bool flush = sl_ack_batch_replied(&t->acks, true);
+    /* An adaptive op's reply names the rate after it: a decrease is heard
+     * here before the next claim brings it (job/adaptive.h, echoes). */
+    if (t->rate_adaptive && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 3 &&
+        reply->element[2]->type == REDIS_REPLY_INTEGER && reply->element[2]->integer > 0)
+        t->heard_rate_milli = reply->element[2]->integer;
     if (reply->type == REDIS_REPLY_ERROR)
         SL_LOG(SL_LOG_ERROR, "msg=\"ack failed; leases will expire and the jobs be retried\" tenant=%s error=\"%s\"",
                t->name, reply->str);
@@ -317,10 +325,12 @@ static void describe_failure(const sl_http_result *result, char *out, size_t siz
         snprintf(out, size, "%s", result->error ? result->error : "no response");
 }
 
-/* What an adaptive tenant's controller learns from one request.
- * paused: its rate-limit headers said nothing remains, which counts as a
+/* What an adaptive tenant's controller learns from one request, which
+ * left at sent_rate_milli. paused: its rate-limit headers said nothing
+ * remains for longer than the tenant's interval, which counts as a
  * refusal: the rate steps down before the endpoint has to refuse. */
-static void count_outcome(tenant *t, const sl_http_result *result, bool paused)
+static void count_outcome(tenant *t, const sl_http_result *result, bool paused,
+                          int64_t sent_rate_milli)
 {
     if (!t->config->adaptive.enabled)
         return;
@@ -329,9 +339,9 @@ static void count_outcome(tenant *t, const sl_http_result *result, bool paused)
     o->used++;
     if (status >= 200 && status <= 299)
         o->ok++;
-    else if (status == 429 || status == 503)
-        o->limited++;
-    if (paused && status != 429 && status != 503)
+    if (sl_adaptive_echo(sent_rate_milli, t->heard_rate_milli))
+        return; /* a refusal of a pace already lowered: stepped down for once */
+    if (status == 429 || status == 503 || paused)
         o->limited++;
     else if (status >= 500 && status <= 599)
         o->errors_5xx++;
@@ -339,15 +349,23 @@ static void count_outcome(tenant *t, const sl_http_result *result, bool paused)
         o->timeouts++;
 }
 
-/* Fleet-wide: no slot of this tenant for delay_ms; the jobs already given
- * slots inside the pause go back to be claimed again after it. The caller
- * adds its own job's op, then acks (at once: the rest of the fleet must
- * hear of the pause). */
+/* Fleet-wide: no slot of this tenant for delay_ms. The jobs waiting for
+ * slots inside the pause go back to be claimed again after it; those
+ * whose slots lie past it keep them (released, their slots would be lost:
+ * the schedule runs on from the last slot claimed, and each pause cost a
+ * whole lookahead, 24/s at an endpoint allowing 40/s with a 25 ms
+ * X-RateLimit-Reset). With none left, the tenant claims when the pause
+ * ends rather than when the timer armed for the released jobs fires. The
+ * caller adds its own job's op, then acks (at once: the rest of the fleet
+ * must hear of the pause). */
 static void pause_tenant(tenant *t, int64_t delay_ms)
 {
     sl_ack_pause(&t->acks.filling, delay_ms * 1000);
-    while (t->head)
+    int64_t end_us = sl_realtime_us() + delay_ms * 1000;
+    while (t->head && t->head->send_at_us < end_us) /* in slot order */
         release_job(t, pop_waiting(t));
+    if (!t->head)
+        arm(t->claim_timer, delay_ms * 1000);
 }
 
 static void on_delivered(void *arg, const sl_http_result *result)
@@ -373,7 +391,9 @@ static void on_delivered(void *arg, const sl_http_result *result)
                        sl_ratelimit_pause(result->ratelimit, sl_realtime_us() / 1000,
                                           &limit_pause_ms) &&
                        limit_pause_ms > 0;
-    count_outcome(t, result, limit_pause);
+    count_outcome(t, result,
+                  limit_pause && sl_adaptive_pause_slows(limit_pause_ms * 1000, j->rate_milli),
+                  j->rate_milli);
     if (limit_pause)
         pause_tenant(t, limit_pause_ms);
     switch (outcome.kind) {
@@ -530,6 +550,7 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     j->lease = c->lease;
     j->attempts = c->attempts;
     j->send_at_us = c->slot_us - t->env->clock.offset_us;
+    j->rate_milli = t->rate_milli;
     j->element_len = c->job_len;
     push_waiting(t, j);
 }
@@ -565,6 +586,8 @@ static void apply_settings(tenant *t, const sl_claim_result *r)
         t->concurrency = (size_t)r->concurrency;
     if (r->rate_milli <= 0)
         return;
+    t->rate_adaptive = r->rate_source == SL_RATE_ADAPTIVE;
+    t->heard_rate_milli = r->rate_milli;
     sl_gauge_set(&t->metrics.rate_milli, r->rate_milli);
     if (r->rate_milli == t->rate_milli)
         return;

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "base/log.h"
+#include "base/monotonic.h"
 #include "base/realtime.h"
 #include "daemon/redis_clock.h"
 #include "daemon/tenant.h"
@@ -135,7 +136,11 @@ static bool listed(const worker *w, const char *name)
 /* Serves name through the template, if the cap allows; claims at once. */
 static void discover(worker *w, const char *name, const sl_tenant_config *config)
 {
-    if (!sl_discover_allowed(atomic_load(&w->shared->discovered), w->env.config->max_discovered_tenants)) {
+    /* Counted before the check, undone if refused: two workers checking
+     * one count at once could both pass the cap. */
+    long long before = atomic_fetch_add(&w->shared->discovered, 1);
+    if (!sl_discover_allowed(before, w->env.config->max_discovered_tenants)) {
+        atomic_fetch_sub(&w->shared->discovered, 1);
         sl_counter_add(&w->discover_refused, 1);
         if (sl_discover_cap_log_due(&w->cap_logged_us, sl_realtime_us()))
             SL_LOG(SL_LOG_WARNING, "msg=\"max_discovered_tenants reached: not serving a new tenant until one is forgotten\" tenant=%s max=%" PRId64,
@@ -143,10 +148,11 @@ static void discover(worker *w, const char *name, const sl_tenant_config *config
         return;
     }
     tenant *t = add_tenant(w, name, config);
-    if (!t)
+    if (!t) {
+        atomic_fetch_sub(&w->shared->discovered, 1);
         return;
+    }
     w->discovered++;
-    atomic_fetch_add(&w->shared->discovered, 1);
     SL_LOG(SL_LOG_INFO, "msg=\"tenant discovered\" tenant=%s worker=%d", name, w->index);
     sl_tenant_claim(t);
 }
@@ -404,11 +410,13 @@ static void on_redis_ready(void *arg, bool ready)
 }
 
 /* The primaries changed (the first connect, a reconnect, a failover, a
- * new shard): the scan round starts over on the new set, now or when the
- * page out comes back. */
+ * new shard): the subscriptions follow them, and the scan round starts
+ * over on the new set, now or when the page out comes back. */
 static void on_redis_nodes(void *arg)
 {
     worker *w = arg;
+    if (w->notify) /* NULL once draining */
+        sl_notify_nodes_changed(w->notify);
     if (w->scanning)
         w->scan_stale = true;
     else
@@ -429,7 +437,7 @@ static void on_drain_timer(evutil_socket_t fd, short kind, void *arg)
     (void)kind;
     worker *w = arg;
     sl_drain_verdict v = sl_drain_check(all_idle(w) && !w->scanning, w->env.http != NULL,
-                                        w->drain_deadline_us, sl_realtime_us());
+                                        w->drain_deadline_us, sl_monotonic_us());
     if (v.done) {
         event_base_loopbreak(w->env.base);
         return;
@@ -455,7 +463,9 @@ static void start_drain(worker *w)
     if (w->env.draining)
         return;
     w->env.draining = true;
-    w->drain_deadline_us = sl_realtime_us() + w->env.config->grace_ms * 1000;
+    /* On the monotonic clock: a step of the wall clock (NTP) must neither
+     * cut the grace period short nor stretch it past systemd's patience. */
+    w->drain_deadline_us = sl_monotonic_us() + w->env.config->grace_ms * 1000;
     sl_notify_free(w->notify); /* no more wake-ups: nothing new is claimed */
     w->notify = NULL;
     evtimer_del(w->discover_timer);
@@ -676,8 +686,9 @@ static bool worker_setup(worker *w)
     event_add(w->discover_timer, &every);
     w->env.redis = sl_redis_client_new(w->env.base, &w->env.config->redis, &w->redis_metrics,
                                        on_redis_ready, on_redis_nodes, w);
-    w->notify = sl_notify_new(w->env.base, &w->env.config->redis, w->env.config->prefix, on_push,
-                              on_notify_state, w);
+    if (w->env.redis)
+        w->notify = sl_notify_new(w->env.base, w->env.redis, w->env.config->prefix, on_push,
+                                  on_notify_state, w);
     return w->env.redis && w->notify;
 }
 

@@ -39,6 +39,17 @@ bool sl_discover_cap_log_due(int64_t *last_log_us, int64_t now_us)
     return true;
 }
 
+bool sl_workers_alive(const unsigned *beats, unsigned *last, const bool *finished, size_t n)
+{
+    bool alive = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!finished[i] && beats[i] == last[i])
+            alive = false;
+        last[i] = beats[i];
+    }
+    return alive;
+}
+
 unsigned sl_oldest_generation(unsigned current, const unsigned *generations, size_t n)
 {
     unsigned oldest = current;

@@ -2,7 +2,8 @@
  * tenants': when a drain is over (or given up), which ticks of the
  * discovery timer scan Redis for new tenants, when a discovered tenant is
  * forgotten and how many may be, and which configurations it still uses.
- * Pure: times are passed in (microseconds, this host's CLOCK_REALTIME). */
+ * Pure: times are passed in (microseconds: the drain on this host's
+ * monotonic clock, the rest on its CLOCK_REALTIME). */
 #ifndef SLUICE_WORKER_POLICY_H
 #define SLUICE_WORKER_POLICY_H
 
@@ -55,6 +56,12 @@ bool sl_discover_allowed(int64_t discovered, int64_t max);
  * advanced when it says yes). */
 #define SL_DISCOVER_CAP_LOG_EVERY_US 60000000
 bool sl_discover_cap_log_due(int64_t *last_log_us, int64_t now_us);
+
+/* A tick of systemd's watchdog: whether every worker whose loop still
+ * runs (finished[i] false) moved its heartbeat since the previous tick
+ * (beats[i] now, last[i] then; last is updated). A worker that ended
+ * (drained) is not stuck. */
+bool sl_workers_alive(const unsigned *beats, unsigned *last, const bool *finished, size_t n);
 
 /* The oldest configuration generation a worker still uses: its own
  * (current) and those its tenants' rules point into (generations[0..n)). */

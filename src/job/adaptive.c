@@ -12,6 +12,18 @@ int64_t sl_adaptive_start_rate(const sl_adaptive_params *p, int64_t file_rate_mi
     return clamp(file_rate_milli, p->min_milli, p->max_milli);
 }
 
+bool sl_adaptive_echo(int64_t sent_rate_milli, int64_t rate_now_milli)
+{
+    return rate_now_milli > 0 && sent_rate_milli > rate_now_milli;
+}
+
+bool sl_adaptive_pause_slows(int64_t pause_us, int64_t sent_rate_milli)
+{
+    /* one interval: 10^9 / rate_milli us (a product could overflow: a
+     * day's pause at 10^9 milli-jobs/s) */
+    return sent_rate_milli <= 0 || pause_us > INT64_C(1000000000) / sent_rate_milli;
+}
+
 /* Refusals of batch b: what tells the controller it is too fast. */
 static int64_t refusals(const sl_adaptive_params *p, const sl_adaptive_batch *b)
 {

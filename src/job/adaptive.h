@@ -64,6 +64,26 @@ typedef enum sl_adaptive_change {
     SL_ADAPTIVE_UP,
 } sl_adaptive_change;
 
+/* Whether a refusal of a request paced at sent_rate_milli (the tenant's
+ * rate when it was claimed) is an echo: the rate has since come down
+ * below it (rate_now_milli), so the controller already stepped down for
+ * this excess. Requests claimed ahead (a lookahead of slots) keep leaving
+ * at the old pace for a while after a decrease, and their refusals, acked
+ * into the next window, would step the rate down a second time for one
+ * excess (88/s -> 75 -> 64 against 80/s). The caller leaves echoes out of
+ * the batch's refusals. */
+bool sl_adaptive_echo(int64_t sent_rate_milli, int64_t rate_now_milli);
+
+/* Whether a rate-limit header's pause of pause_us, on a request that left
+ * at sent_rate_milli, counts as a refusal: only when it is longer than one
+ * interval at that rate, so that it holds the tenant below its rate. A
+ * token bucket says "none remains" after each request that takes its last
+ * token, also while the tenant sends below the bucket's rate; the pause,
+ * up to the next token, is then shorter than the tenant's own interval
+ * and says nothing about the rate (counted, it sawed the rate 31-45/s
+ * against a bucket of 40/s). */
+bool sl_adaptive_pause_slows(int64_t pause_us, int64_t sent_rate_milli);
+
 /* The rate a tenant starts at: its file's rate within [min, max]. */
 int64_t sl_adaptive_start_rate(const sl_adaptive_params *p, int64_t file_rate_milli);
 

@@ -86,6 +86,9 @@ struct sl_redis_cluster {
     sl_cluster_map map; /* owner[] indexes nodes[] */
     node **nodes;       /* map.primary_count entries; NULL where one could not be made */
     bool ready, closing;
+    sl_redis_conn_options options; /* for every node's connection */
+    char error[640];               /* sl_redis_cluster_error's */
+    char probe_error[560];         /* the last address's failure in this round */
     char sha[SCRIPT_COUNT][41];
     req_queue backoff; /* waiting for a timer before routing again */
     int64_t expired_logged_us; /* when a chain past its deadline was last logged */
@@ -286,16 +289,20 @@ static node *pick(sl_redis_cluster *c, const request *r)
 }
 
 static void on_reply(redisReply *reply, void *arg);
+
+/* ASKING's +OK, owned here when callbacks own their replies. */
 static void ignore_reply(redisReply *reply, void *arg)
 {
-    (void)reply;
-    (void)arg;
+    const sl_redis_cluster *c = arg;
+    if (reply && c->options.keep_replies)
+        freeReplyObject(reply);
 }
 
 static bool send_now(node *n, request *r)
 {
     if (r->asking &&
-        !sl_redis_conn_send_formatted(n->conn, asking_cmd, sizeof asking_cmd - 1, ignore_reply, NULL))
+        !sl_redis_conn_send_formatted(n->conn, asking_cmd, sizeof asking_cmd - 1, ignore_reply,
+                                      n->c))
         return false;
     if (!sl_redis_conn_send_formatted(n->conn, r->cmd, r->len, on_reply, r))
         return false;
@@ -376,6 +383,10 @@ static void on_reply(redisReply *reply, void *arg)
         finish(r, reply); /* a malformed redirect is passed on as the error it is */
         return;
     }
+    /* A redirection is the router's, not the caller's: freed here when
+     * callbacks own their replies (to is parsed from it already). */
+    if (c->options.keep_replies)
+        freeReplyObject(reply);
     start_deadline(r);
     node *n;
     int index;
@@ -450,6 +461,9 @@ static void on_node_ready(void *arg, bool ready)
     sl_redis_cluster *c = n->c;
     if (!ready) {
         /* Lost (or reloading its scripts): the map may have changed. */
+        const char *why = sl_redis_conn_error(n->conn);
+        if (why[0])
+            snprintf(c->error, sizeof c->error, "%s:%d: %s", n->target.host, n->target.port, why);
         refresh_soon(c, 0);
         return;
     }
@@ -485,6 +499,7 @@ static node *node_new(sl_redis_cluster *c, const sl_cluster_node *addr)
         free(n);
         return NULL;
     }
+    sl_redis_conn_set_options(n->conn, &c->options);
     return n;
 }
 
@@ -645,9 +660,12 @@ static void on_probe_event(void *arg, bool up, const char *why)
             sl_redis_link_close(c->probe, "cannot send CLUSTER SLOTS");
         return;
     }
-    if (!c->probe_done)
+    if (!c->probe_done) {
         SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: no slot map from node\" node=%s:%d error=\"%s\"",
                c->probe_target.host, c->probe_target.port, why);
+        snprintf(c->probe_error, sizeof c->probe_error, "%s:%d: %s", c->probe_target.host,
+                 c->probe_target.port, why);
+    }
     sl_redis_link_free(c->probe); /* after the log: why is the link's */
     c->probe = NULL;
     if (!c->probe_done) {
@@ -694,7 +712,11 @@ static void probe_next(sl_redis_cluster *c)
             return;
         SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: no slot map from node\" node=%s:%d error=\"%s\"",
                host, port, err);
+        snprintf(c->probe_error, sizeof c->probe_error, "%s:%d: %s", host, port, err);
     }
+    /* the round failed: the CLI, waiting for ready or an error, stops */
+    snprintf(c->error, sizeof c->error, "no node gave the slot map (last: %s)",
+             c->probe_error[0] ? c->probe_error : "no address to ask");
     SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: no node gave a slot map\" tried=%zu retry_ms=%ld",
            total, c->retry_ms);
     sl_counter_add(&c->metrics->errors, 1);
@@ -714,6 +736,7 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
     c->probe_done = false;
     c->refresh_again = false;
     c->probe_tried = 0;
+    c->probe_error[0] = '\0';
     c->probe_start++; /* a node that failed to answer is not always asked first */
     probe_next(c);
 }
@@ -766,6 +789,16 @@ void sl_redis_cluster_free(sl_redis_cluster *c)
         finish(c->backoff.head, NULL);
     sl_cluster_map_clear(&c->map);
     free(c);
+}
+
+void sl_redis_cluster_set_options(sl_redis_cluster *c, const sl_redis_conn_options *options)
+{
+    c->options = *options;
+}
+
+const char *sl_redis_cluster_error(const sl_redis_cluster *c)
+{
+    return c->error;
 }
 
 bool sl_redis_cluster_ready(const sl_redis_cluster *c)

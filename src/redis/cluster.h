@@ -86,6 +86,13 @@ sl_redis_cluster *sl_redis_cluster_new(struct event_base *base, const sl_redis_t
                                        sl_redis_metrics *metrics,
                                        sl_redis_client_ready_fn on_ready,
                                        sl_redis_client_nodes_fn on_nodes, void *arg);
+/* Sets what differs from the daemon's router (the CLI's: no scripts,
+ * callbacks own their replies) for every node it connects; only right
+ * after sl_redis_cluster_new, before the loop runs. */
+void sl_redis_cluster_set_options(sl_redis_cluster *c, const sl_redis_conn_options *options);
+/* Why no node gave a slot map in the last round, or why a node's
+ * connection failed last; "" until then (the CLI reports it at once). */
+const char *sl_redis_cluster_error(const sl_redis_cluster *c);
 /* Disconnects (pending and waiting callbacks get NULL) and frees. NULL is
  * a no-op. Not from a callback. */
 void sl_redis_cluster_free(sl_redis_cluster *c);

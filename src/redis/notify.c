@@ -1,5 +1,5 @@
-/* notify.c - see notify.h. A second connection per worker, because a
- * connection that subscribes can do nothing else. */
+/* notify.c - see notify.h. A connection of its own per primary, because
+ * a connection that subscribes can do nothing else. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,19 +16,29 @@
 static const sl_redis_link_timeouts link_timeouts = {
     .connect_ms = 5000, .handshake_ms = 5000, .reply_ms = 5000};
 
-struct sl_notify {
-    struct event_base *base;
-    const sl_redis_target *target;
-    const char *prefix;
-    sl_notify_push_fn on_push;
-    sl_notify_state_fn on_state;
-    void *arg;
-    sl_redis_link *link; /* NULL while disconnected */
+/* The subscription on one primary. */
+typedef struct subscriber {
+    struct sl_notify *n;
+    sl_redis_target target; /* a copy: the client's goes with its next nodes */
+    sl_redis_link *link;    /* NULL while disconnected */
     struct event *reconnect_timer;
     long backoff_ms;
     bool active;
     bool connected; /* the link came up */
+    bool kept;      /* sl_notify_nodes_changed: still a primary */
     char channel_prefix[64]; /* "__keyspace@<db>__:" */
+} subscriber;
+
+struct sl_notify {
+    struct event_base *base;
+    const sl_redis_client *client;
+    const char *prefix;
+    sl_notify_push_fn on_push;
+    sl_notify_state_fn on_state;
+    void *arg;
+    subscriber **subscribers; /* one per primary; NULL: none (out of memory) */
+    size_t count;
+    bool active; /* as last told to on_state */
 };
 
 bool sl_notify_flags_cover_lists(const char *flags)
@@ -36,24 +46,37 @@ bool sl_notify_flags_cover_lists(const char *flags)
     return strchr(flags, 'K') && (strchr(flags, 'l') || strchr(flags, 'A'));
 }
 
-static void set_active(sl_notify *n, bool active)
+/* Active only with every primary subscribed: a push to a shard without
+ * a subscription would go unseen. */
+static void update_state(sl_notify *n)
 {
+    bool active = n->count > 0;
+    for (size_t i = 0; i < n->count && active; i++)
+        active = n->subscribers[i] && n->subscribers[i]->active;
     if (n->active != active) {
         n->active = active;
         n->on_state(n->arg, active);
     }
 }
 
-static void schedule_reconnect(sl_notify *n, long delay_ms)
+static void set_active(subscriber *s, bool active)
+{
+    if (s->active != active) {
+        s->active = active;
+        update_state(s->n);
+    }
+}
+
+static void schedule_reconnect(subscriber *s, long delay_ms)
 {
     struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
-    evtimer_add(n->reconnect_timer, &tv);
+    evtimer_add(s->reconnect_timer, &tv);
 }
 
 /* Every message of the subscription: ["pmessage", pattern, channel, event]. */
 static void on_message(redisReply *reply, void *arg)
 {
-    sl_notify *n = arg;
+    subscriber *s = arg;
     if (!reply)
         return;
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -62,7 +85,7 @@ static void on_message(redisReply *reply, void *arg)
          * drop it and look again later. */
         SL_LOG(SL_LOG_WARNING, "msg=\"notifications: PSUBSCRIBE failed, retrying later\" error=\"%s\"",
                reply->str);
-        sl_redis_link_close(n->link, "PSUBSCRIBE failed");
+        sl_redis_link_close(s->link, "PSUBSCRIBE failed");
         return;
     }
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
@@ -70,8 +93,8 @@ static void on_message(redisReply *reply, void *arg)
     const char *kind = reply->element[0]->str;
     if (strcmp(kind, "psubscribe") == 0) {
         SL_LOG(SL_LOG_INFO, "msg=\"keyspace notifications on: idle tenants wake at once\"");
-        n->backoff_ms = RECONNECT_MIN_MS;
-        set_active(n, true);
+        s->backoff_ms = RECONNECT_MIN_MS;
+        set_active(s, true);
         return;
     }
     if (strcmp(kind, "pmessage") != 0 || reply->elements != 4)
@@ -79,26 +102,26 @@ static void on_message(redisReply *reply, void *arg)
     const redisReply *channel = reply->element[2], *event = reply->element[3];
     if (strstr(event->str, "push") == NULL && strcmp(event->str, "linsert") != 0)
         return; /* lpush, rpush, lpushx, rpushx (LMOVE reports these too) */
-    size_t skip = strlen(n->channel_prefix);
+    size_t skip = strlen(s->channel_prefix);
     if (channel->len <= skip)
         return;
     char tenant[256];
-    if (sl_tenant_from_queue_key(channel->str + skip, channel->len - skip, n->prefix, tenant,
+    if (sl_tenant_from_queue_key(channel->str + skip, channel->len - skip, s->n->prefix, tenant,
                                  sizeof tenant))
-        n->on_push(n->arg, tenant);
+        s->n->on_push(s->n->arg, tenant);
 }
 
-static void subscribe(sl_notify *n)
+static void subscribe(subscriber *s)
 {
     char pattern[SL_KEY_MAX + 64];
-    snprintf(pattern, sizeof pattern, "%s%s:{*}:queue", n->channel_prefix, n->prefix);
+    snprintf(pattern, sizeof pattern, "%s%s:{*}:queue", s->channel_prefix, s->n->prefix);
     const char *argv[] = {"PSUBSCRIBE", pattern};
-    sl_redis_link_send_argv(n->link, 2, argv, NULL, on_message, n, SL_LINK_SUBSCRIBE);
+    sl_redis_link_send_argv(s->link, 2, argv, NULL, on_message, s, SL_LINK_SUBSCRIBE);
 }
 
 static void on_config(redisReply *reply, void *arg)
 {
-    sl_notify *n = arg;
+    subscriber *s = arg;
     if (!reply)
         return;
     const char *flags = NULL;
@@ -106,38 +129,38 @@ static void on_config(redisReply *reply, void *arg)
         reply->element[1]->type == REDIS_REPLY_STRING)
         flags = reply->element[1]->str;
     if (flags && sl_notify_flags_cover_lists(flags)) {
-        subscribe(n);
+        subscribe(s);
         return;
     }
     SL_LOG(SL_LOG_INFO,
            "msg=\"keyspace notifications off (notify-keyspace-events needs K and l): idle tenants are polled, at least once a second\" setting=\"%s\"",
            flags ? flags : (reply->type == REDIS_REPLY_ERROR ? reply->str : "?"));
     /* Look again later; the connection is not needed meanwhile. */
-    sl_redis_link_close(n->link, "notifications off");
+    sl_redis_link_close(s->link, "notifications off");
 }
 
 static void on_auth(redisReply *reply, void *arg)
 {
-    sl_notify *n = arg;
+    subscriber *s = arg;
     if (reply && reply->type == REDIS_REPLY_ERROR) {
         SL_LOG(SL_LOG_ERROR, "msg=\"notifications: AUTH failed, retrying later\" error=\"%s\"",
                reply->str);
-        sl_redis_link_close(n->link, "AUTH failed");
+        sl_redis_link_close(s->link, "AUTH failed");
     }
 }
 
-static void on_connected(sl_notify *n)
+static void on_connected(subscriber *s)
 {
-    const sl_redis_target *t = n->target;
+    const sl_redis_target *t = &s->target;
     if (t->password && t->username) {
         const char *argv[] = {"AUTH", t->username, t->password};
-        sl_redis_link_send_argv(n->link, 3, argv, NULL, on_auth, n, 0);
+        sl_redis_link_send_argv(s->link, 3, argv, NULL, on_auth, s, 0);
     } else if (t->password) {
         const char *argv[] = {"AUTH", t->password};
-        sl_redis_link_send_argv(n->link, 2, argv, NULL, on_auth, n, 0);
+        sl_redis_link_send_argv(s->link, 2, argv, NULL, on_auth, s, 0);
     }
     const char *argv[] = {"CONFIG", "GET", "notify-keyspace-events"};
-    sl_redis_link_send_argv(n->link, 3, argv, NULL, on_config, n, 0);
+    sl_redis_link_send_argv(s->link, 3, argv, NULL, on_config, s, 0);
 }
 
 /* Up: ask whether notifications are on. Gone: a failed connect backs off;
@@ -145,39 +168,110 @@ static void on_connected(sl_notify *n)
  * because notifications were off looks again after RECHECK_MS. */
 static void on_link_event(void *arg, bool up, const char *why)
 {
-    sl_notify *n = arg;
+    subscriber *s = arg;
     if (up) {
-        n->connected = true;
-        on_connected(n);
+        s->connected = true;
+        on_connected(s);
         return;
     }
     (void)why;
-    bool was_connected = n->connected, was_active = n->active;
-    sl_redis_link_free(n->link);
-    n->link = NULL;
-    n->connected = false;
-    set_active(n, false);
+    bool was_connected = s->connected, was_active = s->active;
+    sl_redis_link_free(s->link);
+    s->link = NULL;
+    s->connected = false;
+    set_active(s, false);
     if (!was_connected) {
-        schedule_reconnect(n, n->backoff_ms);
-        n->backoff_ms = n->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : n->backoff_ms * 2;
+        schedule_reconnect(s, s->backoff_ms);
+        s->backoff_ms = s->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : s->backoff_ms * 2;
         return;
     }
-    schedule_reconnect(n, was_active ? n->backoff_ms : RECHECK_MS);
+    schedule_reconnect(s, was_active ? s->backoff_ms : RECHECK_MS);
 }
 
 static void connect_now(evutil_socket_t fd, short kind, void *arg)
 {
     (void)fd;
     (void)kind;
-    sl_notify *n = arg;
+    subscriber *s = arg;
     char err[256];
-    n->link = sl_redis_link_open(n->base, n->target, &link_timeouts, on_link_event, NULL, n, err,
+    s->link = sl_redis_link_open(s->n->base, &s->target, &link_timeouts, on_link_event, NULL, s, err,
                                  sizeof err);
-    if (!n->link)
-        schedule_reconnect(n, RECONNECT_MAX_MS);
+    if (!s->link)
+        schedule_reconnect(s, RECONNECT_MAX_MS);
 }
 
-sl_notify *sl_notify_new(struct event_base *base, const sl_redis_target *target,
+static void subscriber_free(subscriber *s)
+{
+    if (!s)
+        return;
+    sl_redis_link_free(s->link);
+    if (s->reconnect_timer)
+        event_free(s->reconnect_timer);
+    sl_redis_target_clear(&s->target);
+    free(s);
+}
+
+/* A subscriber on primary p, connecting at once; NULL if out of memory. */
+static subscriber *subscriber_new(sl_notify *n, const sl_redis_target *p)
+{
+    subscriber *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->n = n;
+    s->backoff_ms = RECONNECT_MIN_MS;
+    snprintf(s->channel_prefix, sizeof s->channel_prefix, "__keyspace@%d__:", p->db);
+    s->reconnect_timer = evtimer_new(n->base, connect_now, s);
+    if (!s->reconnect_timer || !sl_redis_target_copy(p, &s->target)) {
+        subscriber_free(s);
+        return NULL;
+    }
+    schedule_reconnect(s, 0);
+    return s;
+}
+
+/* The subscriber of n on primary p, if n has one not yet kept. */
+static subscriber *find_subscriber(const sl_notify *n, const sl_redis_target *p)
+{
+    for (size_t i = 0; i < n->count; i++) {
+        subscriber *s = n->subscribers[i];
+        if (s && !s->kept && sl_redis_target_same(&s->target, p))
+            return s;
+    }
+    return NULL;
+}
+
+void sl_notify_nodes_changed(sl_notify *n)
+{
+    size_t count = sl_redis_client_primary_count(n->client);
+    subscriber **next = calloc(count ? count : 1, sizeof *next);
+    if (!next) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory following the primaries: notifications "
+                             "stay as they were\"");
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const sl_redis_target *p = sl_redis_client_primary(n->client, i);
+        next[i] = find_subscriber(n, p);
+        if (!next[i])
+            next[i] = subscriber_new(n, p); /* NULL: never active, so polled */
+        if (next[i])
+            next[i]->kept = true;
+    }
+    for (size_t i = 0; i < n->count; i++) {
+        subscriber *s = n->subscribers[i];
+        if (s && !s->kept)
+            subscriber_free(s); /* a primary no more */
+    }
+    for (size_t i = 0; i < count; i++)
+        if (next[i])
+            next[i]->kept = false;
+    free(n->subscribers);
+    n->subscribers = next;
+    n->count = count;
+    update_state(n);
+}
+
+sl_notify *sl_notify_new(struct event_base *base, const sl_redis_client *client,
                          const char *prefix, sl_notify_push_fn on_push,
                          sl_notify_state_fn on_state, void *arg)
 {
@@ -185,19 +279,12 @@ sl_notify *sl_notify_new(struct event_base *base, const sl_redis_target *target,
     if (!n)
         return NULL;
     n->base = base;
-    n->target = target;
+    n->client = client;
     n->prefix = prefix;
     n->on_push = on_push;
     n->on_state = on_state;
     n->arg = arg;
-    n->backoff_ms = RECONNECT_MIN_MS;
-    snprintf(n->channel_prefix, sizeof n->channel_prefix, "__keyspace@%d__:", target->db);
-    n->reconnect_timer = evtimer_new(base, connect_now, n);
-    if (!n->reconnect_timer) {
-        free(n);
-        return NULL;
-    }
-    schedule_reconnect(n, 0);
+    sl_notify_nodes_changed(n); /* none yet unless the client is ready */
     return n;
 }
 
@@ -205,7 +292,8 @@ void sl_notify_free(sl_notify *n)
 {
     if (!n)
         return;
-    sl_redis_link_free(n->link);
-    event_free(n->reconnect_timer);
+    for (size_t i = 0; i < n->count; i++)
+        subscriber_free(n->subscribers[i]);
+    free(n->subscribers);
     free(n);
 }

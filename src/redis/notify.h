@@ -1,9 +1,10 @@
 /* notify.h - wake-ups from Redis keyspace notifications: a job pushed to an
  * idle tenant's queue is seen within milliseconds instead of at the next
- * poll. Works only where the server publishes list events
- * (notify-keyspace-events containing K and l or A); sluice never changes
- * the server's configuration, so elsewhere this stays inactive and the
- * worker keeps polling. */
+ * poll. A Redis publishes the events of its own keys only, so there is a
+ * subscriber on every primary the client knows. Works only where the
+ * servers publish list events (notify-keyspace-events containing K and l
+ * or A); sluice never changes the server's configuration, so elsewhere
+ * this stays inactive and the worker keeps polling. */
 #ifndef SLUICE_NOTIFY_H
 #define SLUICE_NOTIFY_H
 
@@ -11,20 +12,24 @@
 
 #include <event2/event.h>
 
-#include "config/redis_url.h"
+#include "redis/redis_client.h"
 
 typedef struct sl_notify sl_notify;
 
 /* A job was pushed to `tenant`'s queue. */
 typedef void (*sl_notify_push_fn)(void *arg, const char *tenant);
-/* The subscription became active (true) or was lost (false). */
+/* Subscribed on every primary (true), or no longer (false): one lost. */
 typedef void (*sl_notify_state_fn)(void *arg, bool active);
 
-/* Starts a subscriber on its own connection (target and prefix must
- * outlive it). NULL if out of memory. */
-sl_notify *sl_notify_new(struct event_base *base, const sl_redis_target *target,
+/* Starts a subscriber, on a connection of its own, on each primary of
+ * client (which, like prefix, must outlive it). NULL if out of memory. */
+sl_notify *sl_notify_new(struct event_base *base, const sl_redis_client *client,
                          const char *prefix, sl_notify_push_fn on_push,
                          sl_notify_state_fn on_state, void *arg);
+/* The client's primaries changed (call it from the client's on_nodes):
+ * subscribes on the new ones, drops the subscribers of those gone, keeps
+ * the others. */
+void sl_notify_nodes_changed(sl_notify *n);
 /* Disconnects and frees. Not from one of its callbacks. */
 void sl_notify_free(sl_notify *n);
 

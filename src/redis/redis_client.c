@@ -56,6 +56,19 @@ sl_redis_client *sl_redis_client_new(struct event_base *base, const sl_redis_tar
     return c;
 }
 
+void sl_redis_client_set_options(sl_redis_client *c, const sl_redis_conn_options *options)
+{
+    if (c->cluster)
+        sl_redis_cluster_set_options(c->cluster, options);
+    else
+        sl_redis_conn_set_options(c->conn, options);
+}
+
+const char *sl_redis_client_error(const sl_redis_client *c)
+{
+    return c->cluster ? sl_redis_cluster_error(c->cluster) : sl_redis_conn_error(c->conn);
+}
+
 void sl_redis_client_free(sl_redis_client *c)
 {
     if (!c)

@@ -33,6 +33,14 @@ typedef struct sl_redis_client sl_redis_client;
 sl_redis_client *sl_redis_client_new(struct event_base *base, const sl_redis_target *target,
                                      sl_redis_metrics *metrics, sl_redis_client_ready_fn on_ready,
                                      sl_redis_client_nodes_fn on_nodes, void *arg);
+/* Sets what differs from the daemon's client (the CLI's: no scripts,
+ * callbacks own their replies), for every connection it opens; only right
+ * after sl_redis_client_new, before the loop runs. */
+void sl_redis_client_set_options(sl_redis_client *c, const sl_redis_conn_options *options);
+/* Why the last connect failed or a connection was lost, "" until one has:
+ * for an owner that reports failures itself instead of waiting for the
+ * reconnect (the CLI). */
+const char *sl_redis_client_error(const sl_redis_client *c);
 /* Disconnects (pending callbacks get NULL) and frees. NULL is a no-op.
  * Not from a callback. */
 void sl_redis_client_free(sl_redis_client *c);

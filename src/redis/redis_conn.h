@@ -2,7 +2,9 @@
  * keeps itself usable: it reconnects with backoff, authenticates, selects
  * the database and loads the daemon's scripts after every connect, and
  * drops a connection whose replies stop coming. Plain TCP, a unix socket
- * or TLS (rediss://), by redis_link. */
+ * or TLS (rediss://), by redis_link; with Sentinel (redis-sentinel://),
+ * the primary the sentinels name, confirmed by ROLE and followed through
+ * failovers. */
 #ifndef SLUICE_REDIS_CONN_H
 #define SLUICE_REDIS_CONN_H
 
@@ -29,6 +31,18 @@ typedef void (*sl_redis_ready_fn)(void *arg, bool ready);
  * unless out of memory. */
 sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target *target,
                                  sl_redis_metrics *metrics, sl_redis_ready_fn on_ready, void *arg);
+/* What a connection for the CLI does differently; zeroed: the daemon's. */
+typedef struct sl_redis_conn_options {
+    bool no_scripts;   /* ready once set up, without loading the daemon's
+                          scripts (sha NULL): no round trip, and no need of
+                          the permission to load scripts */
+    bool keep_replies; /* each command's callback owns its reply
+                          (freeReplyObject), e.g. to keep it for later */
+} sl_redis_conn_options;
+
+/* Sets conn's options (copied); only right after sl_redis_conn_new, before
+ * its loop runs. */
+void sl_redis_conn_set_options(sl_redis_conn *conn, const sl_redis_conn_options *options);
 /* Disconnects (pending callbacks get NULL) and frees. Not from a callback. */
 void sl_redis_conn_free(sl_redis_conn *conn);
 bool sl_redis_conn_ready(const sl_redis_conn *conn);
@@ -45,6 +59,10 @@ bool sl_redis_conn_send_formatted(sl_redis_conn *conn, const char *cmd, size_t l
  * follows. */
 void sl_redis_conn_reload_scripts(sl_redis_conn *conn);
 
+/* Why the last connect failed or the last connection was lost ("connect
+ * timed out after 5000 ms", "AUTH failed: WRONGPASS ..."), "" until one
+ * has: for an owner that reports failures itself (the CLI). */
+const char *sl_redis_conn_error(const sl_redis_conn *conn);
 /* The node connected now (Sentinel: the primary it resolved; else the
  * target), valid until the next on_ready(false). */
 const sl_redis_target *sl_redis_conn_node(const sl_redis_conn *conn);

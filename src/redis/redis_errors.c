@@ -5,8 +5,11 @@
 
 /* The error codes (first word of the reply) of a server that will serve
  * the command again once it has loaded, finished a script, moved a slot,
- * freed memory or found its master. */
-static const char *const transient_codes[] = {"LOADING", "BUSY", "TRYAGAIN", "OOM", "MASTERDOWN"};
+ * freed memory or found its master; READONLY: a primary demoted by a
+ * failover, whose connection redis_conn drops to find the new one, where
+ * the command goes again. */
+static const char *const transient_codes[] = {"LOADING", "BUSY",       "TRYAGAIN",
+                                              "OOM",     "MASTERDOWN", "READONLY"};
 
 bool sl_redis_error_transient(const char *text)
 {

@@ -11,7 +11,8 @@
  * script...") says the server cannot serve the command for now but will:
  * LOADING (a dump is loading), BUSY (a script or function is running),
  * TRYAGAIN (a cluster slot is moving), OOM (over maxmemory until memory is
- * freed) and MASTERDOWN (a replica lost its master). The code must be the
+ * freed), MASTERDOWN (a replica lost its master) and READONLY (a primary
+ * turned replica by a failover: the connection finds the new primary). The code must be the
  * whole first word: "BUSYKEY" or "BUSYGROUP" are not transient. NULL is
  * not transient. */
 bool sl_redis_error_transient(const char *text);

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int cli_run(const char *in, const char *const *args, char *out, size_t out_size)
+int cli_run(char *out, size_t out_size, const char *in, const char *const *args)
 {
     const char *bin = getenv("SLUICE_BIN");
     cr_assert_not_null(bin, "SLUICE_BIN is not set");
@@ -36,6 +36,7 @@ int cli_run(const char *in, const char *const *args, char *out, size_t out_size)
         free(argv[i]);
     close(to_child[0]);
     close(from_child[1]);
+    /* stdin first: what tests send fits in the pipe's buffer */
     if (in && write(to_child[1], in, strlen(in)) < 0)
         cr_log_warn("stdin: short write");
     close(to_child[1]);

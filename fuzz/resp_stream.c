@@ -1,7 +1,9 @@
-/* resp_input.c - see resp_input.h. */
-#include "resp_input.h"
+/* resp_stream.c - see resp_stream.h. */
+#include "resp_stream.h"
 
 #include <stdbool.h>
+
+#define ARRAY_MAX 100000
 
 /* Whether the stream announces an array hiredis would allocate too much
  * for (or a negative one; -1 is the nil array). Any '*' counts, payload
@@ -15,16 +17,16 @@ static bool huge_array(const uint8_t *data, size_t size)
         bool negative = j < size && data[j] == '-';
         j += negative;
         uint64_t n = 0;
-        for (; j < size && data[j] >= '0' && data[j] <= '9' && n <= SL_FUZZ_ARRAY_MAX; j++)
+        for (; j < size && data[j] >= '0' && data[j] <= '9' && n <= ARRAY_MAX; j++)
             n = n * 10 + (uint64_t)(data[j] - '0');
-        if (negative ? n > 1 : n > SL_FUZZ_ARRAY_MAX)
+        if (negative ? n > 1 : n > ARRAY_MAX)
             return true;
     }
     return false;
 }
 
-void sl_fuzz_resp_each(const uint8_t *data, size_t size, size_t piece,
-                       void (*check)(const redisReply *reply, void *arg), void *arg)
+void sl_fuzz_resp_stream(const uint8_t *data, size_t size, size_t piece,
+                         void (*check)(const redisReply *reply, void *arg), void *arg)
 {
     if (huge_array(data, size))
         return;
@@ -40,7 +42,7 @@ void sl_fuzz_resp_each(const uint8_t *data, size_t size, size_t piece,
         for (;;) {
             void *reply = NULL;
             if (redisReaderGetReply(reader, &reply) != REDIS_OK) {
-                failed = true; /* a protocol error: the daemon drops the connection */
+                failed = true;
                 break;
             }
             if (!reply)
