@@ -3,7 +3,8 @@
  * every shard all delivered; a busy tenant's slot moved mid-run (its
  * claims meet ASK, TRYAGAIN, then MOVED); its primary failed over
  * (CLUSTER FAILOVER) then killed (kill -9) mid-run, a replica taking
- * over each time; the CLI (push, stats, dlq, tenant) on every shard.
+ * over each time; the CLI (push, stats, dlq, tenant) on every shard;
+ * keyspace notifications from every primary waking idle tenants.
  * Nothing is lost; a job may come twice only through a failover or a
  * dropped connection, with the same id; SPEC §4's burst bound holds. */
 #include <criterion/criterion.h>
@@ -303,4 +304,58 @@ Test(daemon_cluster, the_cli_pushes_shows_and_handles_dead_letters_on_every_shar
                    (const char *const[]){"tenant", "show", "--redis", url, tenants[0], NULL});
     cr_assert_eq(code, 0, "tenant show: %s", out);
     cr_assert(strstr(out, "paused"), "%s", out);
+}
+
+/* CLOCK_REALTIME in microseconds: the sink's clock for arrivals. */
+static int64_t wall_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+Test(daemon_cluster, notifications_on_every_primary_wake_idle_tenants_at_once)
+{
+    for (int i = 0; i < RC_NODES; i++) {
+        redisContext *c = rc_connect(&cluster, i);
+        cr_assert_not_null(c);
+        freeReplyObject(redisCommand(c, "CONFIG SET notify-keyspace-events Kl"));
+        redisFree(c);
+    }
+    char tenants[3][16];
+    int owners[3], shard = 0;
+    for (int i = 0; i < RC_NODES && shard < 3; i++)
+        if (cluster.nodes[i].primary) {
+            owners[shard] = i;
+            tenant_on(i, tenants[shard++], sizeof tenants[0]);
+        }
+    const char *config = write_config(
+        "{\"%s\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10},"
+        " \"%s\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10},"
+        " \"%s\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 10}}",
+        tenants[0], sink.port, tenants[1], sink.port, tenants[2], sink.port);
+    daemon_process d = daemon_env_run(dir, config, NULL);
+    cr_assert(daemon_env_wait_log(dir, "keyspace notifications on", 10000),
+              "subscribed on every primary");
+    sleep_ms(2500); /* idle long enough for polling to have backed off */
+    for (int t = 0; t < 3; t++) {
+        char id[32];
+        snprintf(id, sizeof id, "idle-%d", t);
+        size_t before = wait_deliveries(0);
+        int64_t pushed = wall_us();
+        push_jobs(owners[t], tenants[t], id, 1);
+        sink_request *reqs = NULL;
+        size_t n = sink_wait_log(&sink, before + 1, 5000, &reqs);
+        int64_t latency = -1;
+        for (size_t i = before; i < n; i++)
+            if (strncmp(reqs[i].key, id, strlen(id)) == 0)
+                latency = reqs[i].arrival_us - pushed;
+        sink_requests_free(reqs, n);
+        cr_log_info("%s (shard %d): picked up %lld us after the push", tenants[t], t,
+                    (long long)latency);
+        int64_t limit = timing_counts() ? 100000 : 1000000; /* notified, not polled */
+        cr_assert(latency >= 0 && latency < limit, "%s picked up after %lld us", tenants[t],
+                  (long long)latency);
+    }
+    cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
 }
