@@ -335,3 +335,39 @@ Test(cluster, a_command_for_a_shard_gone_for_good_gets_null_at_the_chain_deadlin
     cr_assert_geq(stats.expired, 1, "the command waited out its chain");
     finish(&r);
 }
+
+Test(cluster, a_transaction_is_never_split_by_a_redirect)
+{
+    run r = {0};
+    start(&r);
+    int from = rc_other_primary(&cluster, -1);
+    int to = rc_other_primary(&cluster, from);
+    char key[32], value[32];
+    key_on(from, key, sizeof key);
+    set(&r, key, "before");
+    unsigned slot = slot_of(key);
+    cr_assert(rc_move_begin(&cluster, slot, from, to));
+    cr_assert(rc_move_keys(&cluster, slot, from, to));
+    cr_assert(rc_move_end(&cluster, slot, to));
+    /* the router's map still names `from`: MULTI goes there, the SET
+     * queued in it meets MOVED, and is not run alone on `to` */
+    const char *multi[] = {"MULTI"}, *set_argv[] = {"SET", key, "inside"}, *exec[] = {"EXEC"};
+    reply_box m = {0}, s = {0}, e = {0};
+    cr_assert(sl_redis_cluster_send(r.router, key, 1, multi, NULL, reply_box_fill, &m));
+    cr_assert(sl_redis_cluster_send(r.router, key, 3, set_argv, NULL, reply_box_fill, &s));
+    cr_assert(sl_redis_cluster_send(r.router, key, 1, exec, NULL, reply_box_fill, &e));
+    run_until(r.base, &e.came, "EXEC answered");
+    cr_assert_eq(m.type, REDIS_REPLY_STATUS, "MULTI: %s", m.str);
+    cr_assert_eq(s.type, REDIS_REPLY_ERROR);
+    cr_assert(strncmp(s.str, "MOVED", 5) == 0, "the queued SET's own answer: %s", s.str);
+    cr_assert_eq(e.type, REDIS_REPLY_ERROR, "EXEC aborts: %s", e.str);
+    direct_get(to, key, value, sizeof value);
+    cr_assert_str_eq(value, "before", "nothing of the transaction ran");
+    cr_assert_eq(sl_redis_cluster_stats_get(r.router).moved, 0);
+    /* outside a transaction, MOVED is followed again */
+    set(&r, key, "after");
+    cr_assert_eq(sl_redis_cluster_stats_get(r.router).moved, 1);
+    direct_get(to, key, value, sizeof value);
+    cr_assert_str_eq(value, "after");
+    finish(&r);
+}

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "base/log.h"
@@ -64,6 +65,8 @@ struct request {
     unsigned slot;       /* or KEYLESS */
     bool asking;         /* the next send is ASKING + the command, to at */
     bool asked;          /* the last send was */
+    unsigned char tx;    /* TX_BEGIN (MULTI), TX_END (EXEC, DISCARD) or 0 */
+    bool in_tx;          /* sent inside a MULTI: its reply is never redirected */
     size_t len;
     char cmd[];          /* the command, in RESP */
 };
@@ -73,7 +76,14 @@ struct node {
     sl_redis_target target;
     sl_redis_conn *conn;
     req_queue waiting; /* until conn is ready */
+    bool in_multi;     /* a MULTI went on conn, its EXEC or DISCARD not yet */
 };
+
+/* A transaction's commands are queued by the node and run by its EXEC:
+ * one of them resent elsewhere after a MOVED would run alone, outside
+ * it (and EXEC then aborts). So inside a MULTI nothing is redirected:
+ * the caller gets the error as it came (the CLI's transactions). */
+enum { TX_BEGIN = 1, TX_END = 2 };
 
 struct sl_redis_cluster {
     struct event_base *base;
@@ -309,6 +319,9 @@ static bool send_now(node *n, request *r)
     r->at = n;
     r->asked = r->asking;
     r->asking = false;
+    r->in_tx = n->in_multi && r->tx != TX_END;
+    if (r->tx)
+        n->in_multi = r->tx == TX_BEGIN;
     if (r->timer)
         evtimer_del(r->timer);
     return true;
@@ -377,7 +390,7 @@ static void on_reply(redisReply *reply, void *arg)
     sl_redis_cluster *c = r->c;
     sl_cluster_reply_kind kind = sl_cluster_reply_classify(reply);
     sl_cluster_redirect to;
-    if (kind == SL_CLUSTER_REPLY_DONE || c->closing ||
+    if (kind == SL_CLUSTER_REPLY_DONE || c->closing || r->in_tx ||
         ((kind == SL_CLUSTER_REPLY_MOVED || kind == SL_CLUSTER_REPLY_ASK) &&
          !sl_cluster_redirect_parse(reply->str, &to))) {
         finish(r, reply); /* a malformed redirect is passed on as the error it is */
@@ -461,6 +474,7 @@ static void on_node_ready(void *arg, bool ready)
     sl_redis_cluster *c = n->c;
     if (!ready) {
         /* Lost (or reloading its scripts): the map may have changed. */
+        n->in_multi = false;
         const char *why = sl_redis_conn_error(n->conn);
         if (why[0])
             snprintf(c->error, sizeof c->error, "%s:%d: %s", n->target.host, n->target.port, why);
@@ -816,6 +830,20 @@ const char *sl_redis_cluster_sha(const sl_redis_cluster *c, const char *name)
     return NULL;
 }
 
+/* Whether a command opens (MULTI) or closes (EXEC, DISCARD) a transaction. */
+static unsigned char tx_role(int argc, const char **argv, const size_t *argvlen)
+{
+    if (argc < 1)
+        return 0;
+    size_t len = argvlen ? argvlen[0] : strlen(argv[0]);
+    if (len == 5 && strncasecmp(argv[0], "MULTI", 5) == 0)
+        return TX_BEGIN;
+    if ((len == 4 && strncasecmp(argv[0], "EXEC", 4) == 0) ||
+        (len == 7 && strncasecmp(argv[0], "DISCARD", 7) == 0))
+        return TX_END;
+    return 0;
+}
+
 bool sl_redis_cluster_send(sl_redis_cluster *c, const char *key, int argc, const char **argv,
                            const size_t *argvlen, sl_redis_reply_fn fn, void *arg)
 {
@@ -825,6 +853,7 @@ bool sl_redis_cluster_send(sl_redis_cluster *c, const char *key, int argc, const
     request *r = request_new(c, slot, argc, argv, argvlen, fn, arg);
     if (!r)
         return false;
+    r->tx = tx_role(argc, argv, argvlen);
     node *n = pick(c, r);
     bool ok;
     if (n && sl_redis_conn_ready(n->conn))

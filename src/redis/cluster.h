@@ -19,6 +19,9 @@
  *   READONLY, LOADING, MASTERDOWN
  *               the map is refreshed at once, the command resent after
  *               the backoff, to whoever owns the slot then.
+ * Inside a MULTI (the CLI's transactions) nothing is redirected: a
+ * queued command resent elsewhere would run outside its transaction, so
+ * the error goes to the caller as it came, and EXEC fails as a whole.
  * A redirect chain lasts at most SL_CLUSTER_CHAIN_MS from its first
  * redirect; past it the callback gets NULL, like a lost connection: every
  * caller already treats NULL as "did not complete, may have run" (a claim
