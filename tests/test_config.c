@@ -1195,6 +1195,18 @@ Test(redis_url, in_the_config_with_secrets)
         "redis: environment variable NOPE is not set", NULL);
 }
 
+Test(redis_url, a_cluster_is_taken)
+{
+    sl_config *cfg = ok("{'redis': 'rediss-cluster://app:${REDIS_PW}@10.0.0.1:7000,10.0.0.2:7001', "
+                        TENANTS(""));
+    cr_assert_eq(cfg->redis.mode, SL_REDIS_CLUSTER);
+    cr_assert_eq(cfg->redis.seed_count, 2);
+    cr_assert(cfg->redis.tls);
+    cr_assert_str_eq(cfg->redis_url_redacted,
+                     "rediss-cluster://app:***@10.0.0.1:7000,10.0.0.2:7001");
+    sl_config_free(cfg);
+}
+
 /* ---- redis_tls ---------------------------------------------------------------- */
 
 Test(redis_tls, options_for_a_rediss_url)

@@ -9,7 +9,9 @@
 #include <event2/event.h>
 
 #include "redis/redis_client.h"
+#include "event_wait.h"
 #include "redis_server.h"
+#include "reply_box.h"
 
 static rs_server server;
 
@@ -46,47 +48,10 @@ static void on_nodes(void *arg)
     r->ready_at_nodes = sl_redis_client_ready(r->client);
 }
 
-typedef struct reply_box {
-    bool came;
-    bool lost;      /* the reply was NULL */
-    int type;
-    long long integer;
-    char str[64];
-} reply_box;
-
-static void on_reply(redisReply *reply, void *arg)
-{
-    reply_box *box = arg;
-    box->came = true;
-    box->lost = reply == NULL;
-    if (!reply)
-        return;
-    box->type = reply->type;
-    box->integer = reply->integer;
-    const redisReply *first = reply->type == REDIS_REPLY_ARRAY && reply->elements > 0
-                                  ? reply->element[0] : NULL;
-    if (first && first->str)
-        snprintf(box->str, sizeof box->str, "%s", first->str);
-    else if (first)
-        box->integer = first->integer;
-    else if (reply->str)
-        snprintf(box->str, sizeof box->str, "%s", reply->str);
-}
-
-/* One 10 ms turn of base's loop. */
-static void turn(struct event_base *base)
-{
-    struct timeval tv = {0, 10000};
-    event_base_loopexit(base, &tv);
-    event_base_dispatch(base);
-}
-
 /* Runs the loop until *flag holds (at most 10 s, in 10 ms turns). */
 static void run_until(struct event_base *base, const bool *flag, const char *what)
 {
-    for (int i = 0; i < 1000 && !*flag; i++)
-        turn(base);
-    cr_assert(*flag, "%s", what);
+    cr_assert(event_wait(base, flag, 10000), "%s", what);
 }
 
 /* A server, and a client of it on a loop of its own. */
@@ -126,7 +91,7 @@ Test(redis_client, ready_sends_with_and_without_a_key_and_to_primary_0)
     cr_assert_not(sl_redis_client_ready(c));
     cr_assert_eq(sl_redis_client_primary_count(c), 0, "no primary before the connect");
     const char *ping[] = {"PING"};
-    cr_assert_not(sl_redis_client_send(c, NULL, 1, ping, NULL, on_reply, &(reply_box){0}),
+    cr_assert_not(sl_redis_client_send(c, NULL, 1, ping, NULL, reply_box_fill, &(reply_box){0}),
                   "nothing goes before ready");
 
     run_until(f.base, &f.r.ready, "ready");
@@ -143,17 +108,17 @@ Test(redis_client, ready_sends_with_and_without_a_key_and_to_primary_0)
     const char *key = "sluice:{acme}:x";
     const char *set[] = {"SET", key, "7"};
     reply_box set_box = {0};
-    cr_assert(sl_redis_client_send(c, key, 3, set, NULL, on_reply, &set_box));
+    cr_assert(sl_redis_client_send(c, key, 3, set, NULL, reply_box_fill, &set_box));
     const char *incr[] = {"INCR", key};
     reply_box incr_box = {0};
-    cr_assert(sl_redis_client_send(c, key, 2, incr, NULL, on_reply, &incr_box));
+    cr_assert(sl_redis_client_send(c, key, 2, incr, NULL, reply_box_fill, &incr_box));
     const char *time_argv[] = {"TIME"};
     reply_box time_box = {0};
-    cr_assert(sl_redis_client_send(c, NULL, 1, time_argv, NULL, on_reply, &time_box));
+    cr_assert(sl_redis_client_send(c, NULL, 1, time_argv, NULL, reply_box_fill, &time_box));
     const char *dbsize[] = {"DBSIZE"};
     reply_box size_box = {0};
-    cr_assert(sl_redis_client_send_to(c, 0, 1, dbsize, NULL, on_reply, &size_box));
-    cr_assert_not(sl_redis_client_send_to(c, 1, 1, dbsize, NULL, on_reply, &size_box),
+    cr_assert(sl_redis_client_send_to(c, 0, 1, dbsize, NULL, reply_box_fill, &size_box));
+    cr_assert_not(sl_redis_client_send_to(c, 1, 1, dbsize, NULL, reply_box_fill, &size_box),
                   "there is no primary 1");
     run_until(f.base, &size_box.came, "DBSIZE answered");
     cr_assert(set_box.came && incr_box.came && time_box.came, "replies come in order");
@@ -177,22 +142,22 @@ Test(redis_client, a_killed_server_gives_null_replies_and_a_new_one_new_nodes)
     const char *key = "sluice:{acme}:never";
     const char *blpop[] = {"BLPOP", key, "3"};
     reply_box box = {0};
-    cr_assert(sl_redis_client_send(c, key, 3, blpop, NULL, on_reply, &box));
+    cr_assert(sl_redis_client_send(c, key, 3, blpop, NULL, reply_box_fill, &box));
     for (int i = 0; i < 5; i++) /* let the command reach the server */
-        turn(f.base);
+        event_run_for(f.base, 10);
     rs_stop(&server);
     run_until(f.base, &box.came, "the waiting command answered");
     cr_assert(box.lost, "a reply lost with the server is NULL");
     for (int i = 0; i < 1000 && f.r.unreadies == 0; i++)
-        turn(f.base);
+        event_run_for(f.base, 10);
     cr_assert_eq(f.r.unreadies, 1, "on_ready(false) after the loss");
     cr_assert_not(sl_redis_client_ready(c));
     cr_assert_neq(sl_redis_client_error(c)[0], '\0', "the loss is named");
     cr_assert_eq(sl_redis_client_primary_count(c), 0);
     cr_assert_null(sl_redis_client_sha(c, "claim"));
     const char *ping[] = {"PING"};
-    cr_assert_not(sl_redis_client_send(c, NULL, 1, ping, NULL, on_reply, &box));
-    cr_assert_not(sl_redis_client_send_to(c, 0, 1, ping, NULL, on_reply, &box));
+    cr_assert_not(sl_redis_client_send(c, NULL, 1, ping, NULL, reply_box_fill, &box));
+    cr_assert_not(sl_redis_client_send_to(c, 0, 1, ping, NULL, reply_box_fill, &box));
 
     /* The server back on its port: ready again, the primaries announced
      * again (after a reconnect the node may be another one). */
@@ -203,7 +168,7 @@ Test(redis_client, a_killed_server_gives_null_replies_and_a_new_one_new_nodes)
     cr_assert_eq(f.r.nodes, 2, "on_nodes again for the new connection");
     cr_assert_eq(f.r.count_at_nodes, 1);
     reply_box pong = {0};
-    cr_assert(sl_redis_client_send(c, NULL, 1, ping, NULL, on_reply, &pong));
+    cr_assert(sl_redis_client_send(c, NULL, 1, ping, NULL, reply_box_fill, &pong));
     run_until(f.base, &pong.came, "PING answered");
     cr_assert_str_eq(pong.str, "PONG");
     finish(&f);
@@ -217,14 +182,14 @@ Test(redis_client, noscript_reloads_the_scripts)
     run_until(f.base, &f.r.ready, "ready");
     const char *flush[] = {"SCRIPT", "FLUSH"};
     reply_box flushed = {0};
-    cr_assert(sl_redis_client_send(c, NULL, 2, flush, NULL, on_reply, &flushed));
+    cr_assert(sl_redis_client_send(c, NULL, 2, flush, NULL, reply_box_fill, &flushed));
     run_until(f.base, &flushed.came, "SCRIPT FLUSH answered");
     sl_redis_client_reload_scripts(c, "sluice:{acme}:queue");
     cr_assert_not(f.r.ready, "not ready while the scripts load");
     run_until(f.base, &f.r.ready, "ready again with the scripts");
     const char *exists[] = {"SCRIPT", "EXISTS", sl_redis_client_sha(c, "claim")};
     reply_box found = {0};
-    cr_assert(sl_redis_client_send(c, NULL, 3, exists, NULL, on_reply, &found));
+    cr_assert(sl_redis_client_send(c, NULL, 3, exists, NULL, reply_box_fill, &found));
     run_until(f.base, &found.came, "SCRIPT EXISTS answered");
     cr_assert_eq(found.type, REDIS_REPLY_ARRAY);
     cr_assert_eq(found.integer, 1, "the claim script is loaded again");
@@ -251,7 +216,7 @@ Test(redis_client, the_cli_options)
     const char *ping[] = {"PING"};
     cr_assert(sl_redis_client_send(c, NULL, 1, ping, NULL, keep_reply, &kept));
     for (int i = 0; i < 1000 && !kept; i++)
-        turn(f.base);
+        event_run_for(f.base, 10);
     cr_assert_not_null(kept);
     cr_assert_str_eq(kept->str, "PONG", "the reply outlives its callback");
     freeReplyObject(kept);

@@ -26,6 +26,7 @@
 #include "redis/redis_client.h"
 #include "redis/redis_link.h"
 #include "redis/redis_tls.h"
+#include "event_wait.h"
 #include "redis_server.h"
 #include "sink_process.h"
 #include "tls_redis.h"
@@ -375,12 +376,7 @@ static void on_push(void *arg, const char *tenant)
 
 static void run_until(struct event_base *base, const bool *flag, const char *what)
 {
-    for (int i = 0; i < 500 && !*flag; i++) {
-        struct timeval tv = {0, 10000};
-        event_base_loopexit(base, &tv);
-        event_base_dispatch(base);
-    }
-    cr_assert(*flag, "%s", what);
+    cr_assert(event_wait(base, flag, 5000), "%s", what);
 }
 
 Test(tls_link, redis_client_and_notify_work_over_tls)

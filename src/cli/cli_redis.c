@@ -126,11 +126,6 @@ int sl_cli_open(sl_cli *cli, const char *command, const sl_cli_opts *opts)
             fprintf(stderr, "sluice %s: --redis: %s\n", command, err);
             return SL_CLI_USAGE;
         }
-        if (cli->own_target.mode == SL_REDIS_CLUSTER) { /* until the client routes it */
-            fprintf(stderr, "sluice %s: --redis: Redis Cluster URLs are not available yet\n",
-                    command);
-            return SL_CLI_USAGE;
-        }
         cli->target = &cli->own_target;
     }
     if (opts->prefix)

@@ -33,7 +33,8 @@ enum {
 /* Help text lines describing the shared options. */
 #define SL_CLI_COMMON_HELP                                                         \
     "  -c, --config FILE   take Redis, prefix and tenant rules from FILE\n"        \
-    "      --redis URL     or connect to URL (redis://, rediss:// or unix://);\n"  \
+    "      --redis URL     or connect to URL (redis://, rediss://, unix://,\n"     \
+    "                      redis-sentinel:// or redis-cluster://);\n"            \
     "                      the prefix is then \"sluice\"\n"                        \
     "      --prefix P      use key prefix P instead\n"                             \
     "  -h, --help          print this help\n"

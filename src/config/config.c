@@ -727,8 +727,6 @@ static void parse_redis(parse_ctx *c, const cJSON *root, sl_config *cfg)
     char err[256];
     if (!sl_redis_target_parse(resolved, &cfg->redis, err, sizeof err))
         sl_errors_add(c->r.errors, "%s", err);
-    else if (cfg->redis.mode == SL_REDIS_CLUSTER) /* until the daemon routes them */
-        sl_errors_add(c->r.errors, "redis: Redis Cluster URLs are not available yet");
     else if (!(cfg->redis_url_redacted = sl_redis_target_redacted(&cfg->redis)))
         c->r.oom = true;
     sl_secret_free(resolved);

@@ -8,7 +8,8 @@
  *
  * Replies keep redis_conn's rules: a NULL reply means the connection was
  * lost before the reply came, and the command may have run (the lease
- * covers a claim, an ack is resent). */
+ * covers a claim, an ack is resent); with a Cluster also that a chain of
+ * redirections outlasted its deadline (cluster.h). */
 #ifndef SLUICE_REDIS_CLIENT_H
 #define SLUICE_REDIS_CLIENT_H
 
@@ -20,23 +21,15 @@
 
 #include "base/metrics.h"
 #include "config/redis_url.h"
+#include "redis/redis_callbacks.h"
 #include "redis/redis_conn.h"
 
 typedef struct sl_redis_client sl_redis_client;
 
-/* ready: commands may go (standalone and Sentinel: connected, scripts
- * loaded; Cluster: the slot map is known). !ready: nothing can go now;
- * pending callbacks have had NULL. */
-typedef void (*sl_redis_client_ready_fn)(void *arg, bool ready);
-/* The set of primaries changed (the first map, a failover, a new shard):
- * what must be done on every primary (subscriptions, scans) starts over. */
-typedef void (*sl_redis_client_nodes_fn)(void *arg);
-
 /* Starts connecting to target (which must outlive the client), counting
  * troubles in metrics (NULL: not counted). on_nodes may be NULL; when the
  * connection becomes ready it fires before on_ready(true). NULL only if
- * out of memory (or, logged, for a redis-cluster:// target while Cluster
- * support is not built in). */
+ * out of memory. */
 sl_redis_client *sl_redis_client_new(struct event_base *base, const sl_redis_target *target,
                                      sl_redis_metrics *metrics, sl_redis_client_ready_fn on_ready,
                                      sl_redis_client_nodes_fn on_nodes, void *arg);

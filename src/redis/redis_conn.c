@@ -107,6 +107,15 @@ bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const 
                                    conn->options.keep_replies ? SL_LINK_KEEP_REPLY : 0);
 }
 
+bool sl_redis_conn_send_formatted(sl_redis_conn *conn, const char *cmd, size_t len,
+                                  sl_redis_reply_fn fn, void *arg)
+{
+    if (!conn->ready || !conn->link || !conn->connected)
+        return false;
+    return sl_redis_link_send_formatted(conn->link, cmd, len, fn, arg,
+                                        conn->options.keep_replies ? SL_LINK_KEEP_REPLY : 0);
+}
+
 /* A setup step that failed (AUTH refused, SELECT out of range, a server
  * still LOADING its dump, ...) leaves a connection that will never be
  * ready: drop it, and on_link_event reconnects after the backoff, which

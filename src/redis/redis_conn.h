@@ -51,6 +51,10 @@ const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name);
 /* Sends a command; false (and no callback) if not connected. */
 bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const size_t *argvlen,
                         sl_redis_reply_fn fn, void *arg);
+/* The same for a command already in the protocol (cmd[0..len), copied):
+ * a router that resends a command formats it once. */
+bool sl_redis_conn_send_formatted(sl_redis_conn *conn, const char *cmd, size_t len,
+                                  sl_redis_reply_fn fn, void *arg);
 /* The server lost the scripts (NOSCRIPT): load them again; on_ready(true)
  * follows. */
 void sl_redis_conn_reload_scripts(sl_redis_conn *conn);

@@ -1,0 +1,86 @@
+/* cluster_slots.h - the pure part of Redis Cluster routing: which slot a
+ * key hashes to, the slot map a CLUSTER SLOTS reply describes, and what a
+ * node's reply to a routed command means (MOVED, ASK, TRYAGAIN, ...).
+ * No I/O; cluster.c does the sending. A reply from the network is read
+ * as hostile: a malformed one is refused with the reason, never trusted. */
+#ifndef SLUICE_CLUSTER_SLOTS_H
+#define SLUICE_CLUSTER_SLOTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "base/authority.h"
+
+/* Redis Cluster's fixed number of hash slots. */
+#define SL_CLUSTER_SLOTS 16384
+/* A slot no primary serves (a hole in the map). */
+#define SL_CLUSTER_NO_OWNER UINT16_MAX
+
+/* CRC16-CCITT (XMODEM: polynomial 0x1021, initial 0), the checksum the
+ * cluster spec hashes keys with. */
+uint16_t sl_cluster_crc16(const char *buf, size_t len);
+
+/* The slot of key[0, len): of the part between the first '{' and the
+ * first '}' after it if that part is not empty (the hash tag), else of the
+ * whole key. */
+unsigned sl_cluster_key_slot(const char *key, size_t len);
+
+/* One primary of the map. */
+typedef struct sl_cluster_node {
+    char host[SL_HOST_MAX + 1]; /* IPv6 without brackets */
+    int port;
+} sl_cluster_node;
+
+/* The cluster as one node sees it: the owner of every slot. */
+typedef struct sl_cluster_map {
+    uint16_t owner[SL_CLUSTER_SLOTS]; /* index into primaries, or SL_CLUSTER_NO_OWNER */
+    sl_cluster_node *primaries;       /* malloc'd, in the order first met */
+    size_t primary_count;
+} sl_cluster_map;
+
+/* Fills *out from a CLUSTER SLOTS reply that node asked_host answered (an
+ * empty host in the reply means that node). A range whose primary has no
+ * usable endpoint ("?", nil) is left without owner. False, with the
+ * reason in err ("range 2: start 9000 > end 10") and *out zeroed, for a
+ * malformed reply, an error reply, overlapping ranges, or no range at
+ * all; false with "out of memory" too. Free with sl_cluster_map_clear. */
+bool sl_cluster_map_parse(const redisReply *reply, const char *asked_host, sl_cluster_map *out,
+                          char *err, size_t err_size);
+
+/* Frees what m owns and zeroes it; safe on a zeroed map. */
+void sl_cluster_map_clear(sl_cluster_map *m);
+
+/* The index of primary host:port in m, or -1. */
+int sl_cluster_map_find(const sl_cluster_map *m, const char *host, int port);
+
+/* What a routed command's reply asks of the router. */
+typedef enum sl_cluster_reply_kind {
+    SL_CLUSTER_REPLY_DONE,      /* a result, or an error that is the command's own */
+    SL_CLUSTER_REPLY_MOVED,     /* the slot lives elsewhere now: update, resend there */
+    SL_CLUSTER_REPLY_ASK,       /* the key is mid-migration: ASKING + resend there, once */
+    SL_CLUSTER_REPLY_TRYAGAIN,  /* TRYAGAIN, CLUSTERDOWN: back off, resend */
+    SL_CLUSTER_REPLY_NOSCRIPT,  /* the node lacks the scripts: load them, resend */
+    SL_CLUSTER_REPLY_FIND_PRIMARY, /* READONLY, LOADING, MASTERDOWN: refresh, back off, resend */
+} sl_cluster_reply_kind;
+
+/* Classifies a reply (NULL: DONE; the caller handles a lost connection).
+ * The code must be the whole first word of an error. */
+sl_cluster_reply_kind sl_cluster_reply_classify(const redisReply *reply);
+
+/* Where a MOVED or ASK error points. */
+typedef struct sl_cluster_redirect {
+    unsigned slot;
+    char host[SL_HOST_MAX + 1]; /* "" when the error named none: the node that answered */
+    int port;
+} sl_cluster_redirect;
+
+/* Parses "MOVED 3999 127.0.0.1:6381" or "ASK 3999 host:port" (text is
+ * NUL-terminated). The port is after the last ':', so an IPv6 host comes
+ * bare ("::1:7000") or bracketed ("[::1]:7000"); ":7000" leaves host
+ * empty. False for anything else (a slot over 16383, a bad host or port). */
+bool sl_cluster_redirect_parse(const char *text, sl_cluster_redirect *out);
+
+#endif
