@@ -153,31 +153,19 @@ static bool wait_ping(const rc_cluster *c, int i)
     return false;
 }
 
-/* Runs redis-cli --cluster create; true if it exited 0 within 30 s. */
-static bool create_cluster(const rc_cluster *c)
+/* Runs redis-cli with args (argv[1..], NULL-terminated; argv[0] is set
+ * here), its output to DIR/log_name; true if it exited 0 within 30 s. */
+static bool run_cli(const rc_cluster *c, const char **argv, const char *log_name)
 {
-    char addrs[RC_NODES][32];
-    const char *argv[RC_NODES + 8];
-    int n = 0;
-    argv[n++] = cli_binary();
-    argv[n++] = "--cluster";
-    argv[n++] = "create";
-    for (int i = 0; i < RC_NODES; i++) {
-        snprintf(addrs[i], sizeof addrs[i], "127.0.0.1:%d", c->nodes[i].port);
-        argv[n++] = addrs[i];
-    }
-    argv[n++] = "--cluster-replicas";
-    argv[n++] = "1";
-    argv[n++] = "--cluster-yes";
-    argv[n] = NULL;
+    argv[0] = cli_binary();
     pid_t pid = fork();
     if (pid < 0)
         return false;
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         char log_path[128];
-        snprintf(log_path, sizeof log_path, "%s/create.log", c->dir);
-        if (!freopen(log_path, "w", stdout) || !freopen("/dev/null", "r", stdin))
+        snprintf(log_path, sizeof log_path, "%s/%s", c->dir, log_name);
+        if (!freopen(log_path, "a", stdout) || !freopen("/dev/null", "r", stdin))
             _exit(126);
         execvp(argv[0], (char *const *)(uintptr_t)argv);
         _exit(127);
@@ -190,6 +178,39 @@ static bool create_cluster(const rc_cluster *c)
     }
     process_stop(pid, SIGKILL, 1000);
     return false;
+}
+
+/* Runs redis-cli --cluster create; true if it exited 0 within 30 s. */
+static bool create_cluster(const rc_cluster *c)
+{
+    char addrs[RC_NODES][32];
+    const char *argv[RC_NODES + 8];
+    int n = 1;
+    argv[n++] = "--cluster";
+    argv[n++] = "create";
+    for (int i = 0; i < RC_NODES; i++) {
+        snprintf(addrs[i], sizeof addrs[i], "127.0.0.1:%d", c->nodes[i].port);
+        argv[n++] = addrs[i];
+    }
+    argv[n++] = "--cluster-replicas";
+    argv[n++] = "1";
+    argv[n++] = "--cluster-yes";
+    argv[n] = NULL;
+    return run_cli(c, argv, "create.log");
+}
+
+bool rc_cli_lpush(const rc_cluster *c, int i, const char *key, const char *const *values, int n)
+{
+    if (n < 1 || n > RC_CLI_PUSH_MAX)
+        return false;
+    char port[16];
+    snprintf(port, sizeof port, "%d", c->nodes[i].port);
+    const char *argv[RC_CLI_PUSH_MAX + 8] = {NULL, "-c", "-h", "127.0.0.1", "-p", port, "LPUSH", key};
+    int k = 8;
+    for (int v = 0; v < n; v++)
+        argv[k++] = values[v];
+    argv[k] = NULL;
+    return run_cli(c, argv, "lpush.log");
 }
 
 bool rc_wait_ok(const rc_cluster *c, int timeout_ms)

@@ -78,6 +78,12 @@ bool rc_wait_primary(rc_cluster *c, int i, int timeout_ms);
  * cluster_state:ok. */
 bool rc_wait_ok(const rc_cluster *c, int timeout_ms);
 
+/* A producer no one here wrote: `redis-cli -c -p PORT(i) LPUSH key
+ * values...`, which follows the cluster's MOVED to key's owner whatever
+ * node i is. True if it exited 0 (within 30 s). n at most RC_CLI_PUSH_MAX. */
+#define RC_CLI_PUSH_MAX 64
+bool rc_cli_lpush(const rc_cluster *c, int i, const char *key, const char *const *values, int n);
+
 /* "redis-cluster://127.0.0.1:P1,127.0.0.1:P2" of the running nodes
  * (at most `seeds` of them), in out. */
 void rc_url(const rc_cluster *c, int seeds, char *out, size_t size);
