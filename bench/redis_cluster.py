@@ -51,6 +51,21 @@ def shard_of(slot, ranges):
     return None
 
 
+def ranges_after_move(ranges, slot, shard):
+    """ranges [(first, last, shard)] once slot belongs to shard: the range
+    that held it split around it."""
+    out = []
+    for first, last, owner in ranges:
+        if not first <= slot <= last:
+            out.append((first, last, owner))
+            continue
+        if first < slot:
+            out.append((first, slot - 1, owner))
+        if slot < last:
+            out.append((slot + 1, last, owner))
+    return sorted(out + [(slot, slot, shard)])
+
+
 def tenants_per_shard(ranges, shards, per_shard, prefix="c"):
     """per_shard tenant names for each of shards shards, found by trying
     prefix0, prefix1, ... in order: {shard: [names]}."""
@@ -140,6 +155,46 @@ class Cluster:
             out.append(r.commandstats())
             r.close()
         return out
+
+    def node_id(self, port):
+        r = P.Redis(port)
+        try:
+            return r.call("CLUSTER", "MYID").decode()
+        finally:
+            r.close()
+
+    def move_slot(self, slot, to_shard, pause_s=0.2, log=None):
+        """Moves slot to shard to_shard as redis-cli --cluster reshard
+        would, one key at a time with pause_s between keys, so that
+        commands meet ASK and TRYAGAIN while it moves; then every primary
+        is told the new owner (and commands meet MOVED). Returns the
+        number of keys moved."""
+        src = self.primaries[shard_of(slot, self.ranges)]
+        dst = self.primaries[to_shard]
+        src_id, dst_id = self.node_id(src), self.node_id(dst)
+        a, b = P.Redis(src), P.Redis(dst)
+        try:
+            b.call("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+            a.call("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+            moved = 0
+            for _ in range(10000):  # bounded: a tenant has a handful of keys
+                keys = a.call("CLUSTER", "GETKEYSINSLOT", slot, 1)
+                if not keys:
+                    break
+                a.call("MIGRATE", "127.0.0.1", dst, "", 0, 5000, "KEYS", keys[0])
+                moved += 1
+                time.sleep(pause_s)
+            for port in self.primaries:
+                r = P.Redis(port)
+                r.call("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+                r.close()
+        finally:
+            a.close()
+            b.close()
+        self.ranges = ranges_after_move(self.ranges, slot, to_shard)
+        if log:
+            log("moved slot %d (%d keys) to shard %d" % (slot, moved, to_shard))
+        return moved
 
     def flushall(self):
         for port in self.primaries:

@@ -1,14 +1,23 @@
 """cluster - sluice on a Redis Cluster of 3 primaries and 3 replicas, beside
 one redis-server in the same run (issue 14): a backlog spread over tenants
 on every shard, drained as fast as the box allows, with Redis CPU per
-1,000 jobs on each shard; and a fleet of 2 daemons shaping one tenant on
-the cluster (its rate error, the window bound on the merged departures)."""
+1,000 jobs on each shard; a fleet of 2 daemons shaping one tenant on the
+cluster (its rate error, the window bound on the merged departures); and
+one shaped tenant whose slot moves to another shard mid-run, key by key
+(claims meet ASK, TRYAGAIN, then MOVED): its rate error over the run and
+the window bound through the move."""
+
+import threading
+
+import time
 
 from .. import redis_cluster as RC
 from .. import procs as P
 from ..context import log
 from ..workload import fast_tenant
+from .. import stats as S
 from .fleet import fleet_run
+from .shaping import shaped_backlog
 from .throughput import drain_run
 
 NAME = "cluster"
@@ -26,6 +35,35 @@ def per_shard(res, tenants, per_tenant, ranges):
                     "cpu_per_1k": cpu / max(1, jobs) * 1000,
                     "commands_per_job": res["commands_per_node"][shard] / max(1, jobs)})
     return out
+
+
+RESHARD_RATE = 200
+
+
+def reshard_run(ctx, cluster, seconds):
+    """One tenant shaped to RESHARD_RATE by one daemon while its slot moves
+    to another shard a third of the way in: the departures' figures."""
+    tenant = RC.tenants_per_shard(cluster.ranges, len(cluster.primaries), 1, prefix="r")[0][0]
+    sink_p, sink_log, cfg, n = shaped_backlog(ctx, cluster, "cluster-reshard", [tenant],
+                                              RESHARD_RATE, seconds, workers=1)
+    tail = P.LogTail(sink_log)
+    trace = ctx.path(ctx.name("trace-cluster-reshard") + ".tsv")
+    daemon = ctx.start_sluice(ctx.name("sluice-cluster-reshard"), cfg, trace)
+    moved = {}
+
+    def mover():
+        time.sleep(seconds / 3.0)
+        moved["keys"] = cluster.move_slot(RC.tenant_slot(tenant), 1, log=log)
+
+    t = threading.Thread(target=mover, daemon=True)
+    t.start()
+    ok = ctx.wait_count(tail, n, seconds * 1.5 + 15, alive=[daemon], poll_s=0.05)
+    t.join(timeout=30)
+    ctx.stop_sluice(daemon)
+    ctx.procs.stop(sink_p)
+    departures = [x for (_, _, _, _, x) in P.trace_records(trace)]
+    return {"rate": RESHARD_RATE, "jobs": n, "complete": ok, "keys_moved": moved.get("keys"),
+            "daemon": S.shaping_summary(departures, RESHARD_RATE)}
 
 
 def run(ctx):
@@ -49,5 +87,11 @@ def run(ctx):
     d = fleet["daemon"]
     log("[cluster] 2 x sluice at 1,000/s on the cluster: error %.3f%%, most in %.0f ms %d (bound %d)"
         % (100 * (d["error"] or 0), d["window_us"] / 1000, d["max_in_window"], d["bound"]))
+    reshard = reshard_run(ctx, cluster, ctx.scale(20, 6))
+    d = reshard["daemon"]
+    log("[cluster] 1 tenant at %d/s, its slot moved mid-run: error %.3f%%, most in %.0f ms %d "
+        "(bound %d)" % (RESHARD_RATE, 100 * (d["error"] or 0), d["window_us"] / 1000,
+                        d["max_in_window"], d["bound"]))
     ctx.results[NAME] = {"single": single, "cluster": clustered, "shards": shard_rows,
-                         "fleet": fleet, "tenants": len(tenants), "jobs_per_tenant": per}
+                         "fleet": fleet, "reshard": reshard, "tenants": len(tenants),
+                         "jobs_per_tenant": per}

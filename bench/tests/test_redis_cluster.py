@@ -33,6 +33,14 @@ class Placement(unittest.TestCase):
         self.assertEqual(RC.shard_of(16383, RANGES), 2)
         self.assertIsNone(RC.shard_of(16384, RANGES))
 
+    def test_a_moved_slot_splits_its_range(self):
+        moved = RC.ranges_after_move(RANGES, 100, 2)
+        self.assertEqual(moved, [(0, 99, 1), (100, 100, 2), (101, 5460, 1), (5461, 10922, 0),
+                                 (10923, 16383, 2)])
+        self.assertEqual(RC.shard_of(100, moved), 2)
+        self.assertEqual(RC.ranges_after_move(RANGES, 0, 0)[0], (0, 0, 0), "a range's edge")
+        self.assertEqual(RC.ranges_after_move([(7, 7, 0)], 7, 1), [(7, 7, 1)])
+
     def test_tenants_land_on_every_shard(self):
         found = RC.tenants_per_shard(RANGES, 3, 2)
         for shard, names in found.items():
