@@ -264,8 +264,8 @@ def reshard_text(rs):
         return ""
     d = rs["daemon"]
     return ("\n\nOne tenant shaped to %d/s (%d jobs) by one daemon while its slot moves to "
-            "another shard a third of the way in, one key every 200 ms (%s keys; claims meet "
-            "ASK and TRYAGAIN, then MOVED): rate error %s, most in any %.0f ms %d (bound %d), "
+            "another shard a third of the way in, as `redis-cli --cluster reshard` moves it "
+            "(%s keys in one MIGRATE, the slot in migration for 50 ms, then MOVED): rate error %s, most in any %.0f ms %d (bound %d), "
             "gap jitter p99 %s us, all delivered: %s."
             % (rs["rate"], rs["jobs"], rs["keys_moved"], pct(d["error"]), d["window_us"] / 1000,
                d["max_in_window"], d["bound"], f(d["jitter_p99_us"]),
