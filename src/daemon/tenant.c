@@ -661,8 +661,15 @@ static void on_claim_reply(redisReply *reply, void *arg)
     tenant *t = arg;
     sl_tenant_env *env = t->env;
     t->claim_outstanding = false;
-    if (!reply)
-        return; /* connection lost: sl_tenant_resume claims again */
+    if (!reply) {
+        /* Lost, or (Cluster) a redirect chain past its deadline: the claim
+         * may have run, its lease covers it. One Redis gets sl_tenant_resume
+         * when it is back; a Cluster stays ready while one shard fails
+         * over, so the claim must be tried again here too (a tenant with
+         * nothing waiting would otherwise never claim again). */
+        schedule_claim(t, SL_CLAIM_RETRY_AFTER_ERROR_US);
+        return;
+    }
     if (sl_redis_is_noscript(reply)) {
         sl_redis_client_reload_scripts(env->redis, t->keys.queue);
         return;
