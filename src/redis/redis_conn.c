@@ -247,6 +247,8 @@ static void on_role(redisReply *reply, void *arg)
         snprintf(why, sizeof why, "%s is a sentinel, not the primary", name);
     else
         snprintf(why, sizeof why, "%s: ROLE failed: %s", name, err);
+    if (role != SL_ROLE_BAD) /* a node that answers it is not the primary: its sentinel is stale */
+        sl_sentinels_demote_named(conn->sentinels);
     drop_connection(conn, why);
 }
 

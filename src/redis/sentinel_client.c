@@ -22,6 +22,8 @@ struct sl_sentinels {
     size_t count;
     sl_redis_target *nodes; /* each sentinel: its address, no AUTH, db 0 */
     size_t *order;          /* the order they are asked in */
+    size_t named;           /* the sentinel (index in nodes) that named the
+                               last primary; count: none */
 
     /* the resolution under way */
     bool resolving;
@@ -106,6 +108,7 @@ static void on_link_event(void *arg, bool up, const char *why)
     if (s->answered && s->answer == SL_SENTINEL_FOUND) {
         sl_redis_link_free(s->link);
         s->link = NULL;
+        s->named = s->order[s->position];
         sl_sentinel_promote(s->order, s->count, s->position);
         finish(s, &s->addr);
         return;
@@ -165,6 +168,21 @@ bool sl_sentinels_resolve(sl_sentinels *s, sl_sentinels_resolved_fn fn, void *ar
     s->any_answered = false;
     s->reasons[0] = '\0';
     return true;
+}
+
+void sl_sentinels_demote_named(sl_sentinels *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->order[i] != s->named)
+            continue;
+        char name[SL_HOST_MAX + 16];
+        sentinel_name(s, i, name, sizeof name);
+        SL_LOG(SL_LOG_WARNING, "msg=\"sentinel named a node that is not the primary; asking the "
+                               "others first\" sentinel=%s", name);
+        sl_sentinel_demote(s->order, s->count, i);
+        break;
+    }
+    s->named = s->count;
 }
 
 /* ---- the watch ---------------------------------------------------------- */
@@ -272,6 +290,7 @@ sl_sentinels *sl_sentinels_new(struct event_base *base, const sl_redis_target *t
     s->target = target;
     s->timeouts = (sl_redis_link_timeouts){timeout_ms, timeout_ms, timeout_ms};
     s->count = target->seed_count;
+    s->named = s->count;
     s->nodes = calloc(s->count ? s->count : 1, sizeof *s->nodes);
     s->order = calloc(s->count ? s->count : 1, sizeof *s->order);
     s->start_ev = evtimer_new(base, on_start, s);
