@@ -296,16 +296,16 @@ sl_sentinels *sl_sentinels_new(struct event_base *base, const sl_redis_target *t
     s->start_ev = evtimer_new(base, on_start, s);
     s->watch_timer = evtimer_new(base, watch_connect, s);
     bool ok = s->nodes && s->order && s->start_ev && s->watch_timer;
+    /* A sentinel is asked without AUTH, in its only db: the nodes are
+     * made from a view of target without the data node's credentials, so
+     * no copy of its password is made (nor left unzeroed in freed memory). */
+    sl_redis_target anonymous = *target;
+    anonymous.username = anonymous.password = NULL;
+    anonymous.db = 0;
     for (size_t i = 0; ok && i < s->count; i++) {
         s->order[i] = i;
-        ok = sl_redis_target_node(target, target->seeds[i].host, target->seeds[i].port,
+        ok = sl_redis_target_node(&anonymous, target->seeds[i].host, target->seeds[i].port,
                                   &s->nodes[i]);
-        if (ok) { /* a sentinel is asked without AUTH, in its only db */
-            free(s->nodes[i].username);
-            free(s->nodes[i].password);
-            s->nodes[i].username = s->nodes[i].password = NULL;
-            s->nodes[i].db = 0;
-        }
     }
     if (!ok || s->count == 0) {
         sl_sentinels_free(s);
