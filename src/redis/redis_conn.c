@@ -319,11 +319,12 @@ static void on_link_event(void *arg, bool up, const char *why)
     schedule_reconnect(conn);
     if (was_connected) {
         sl_counter_add(&conn->metrics->reconnects, 1);
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connection lost\" error=\"%s\" retry_ms=%ld", why,
-               conn->backoff_ms);
+        SL_LOG(SL_LOG_WARNING,
+               "msg=\"redis connection lost\" error=\"%s\" retry_ms=%ld failures=%d",
+               why, conn->backoff_ms, conn->failures);
     } else {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", why,
-               conn->backoff_ms);
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld failures=%d",
+               why, conn->backoff_ms, conn->failures);
     }
     snprintf(conn->error, sizeof conn->error, "%s", why);
     sl_redis_link_free(conn->link); /* after the log and the copy: why is the link's */
@@ -338,8 +339,8 @@ static void open_link(sl_redis_conn *conn, const sl_redis_target *node)
                                     count_reply, conn, err, sizeof err);
     if (!conn->link) {
         schedule_reconnect(conn);
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", err,
-               conn->backoff_ms);
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld failures=%d",
+               err, conn->backoff_ms, conn->failures);
         snprintf(conn->error, sizeof conn->error, "%s", err);
         sl_counter_add(&conn->metrics->errors, 1);
     }
@@ -352,8 +353,9 @@ static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *w
     sl_redis_conn *conn = arg;
     if (!primary) {
         schedule_reconnect(conn);
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis primary unknown\" error=\"%s\" retry_ms=%ld", why,
-               conn->backoff_ms);
+        SL_LOG(SL_LOG_WARNING,
+               "msg=\"redis primary unknown\" error=\"%s\" retry_ms=%ld failures=%d",
+               why, conn->backoff_ms, conn->failures);
         snprintf(conn->error, sizeof conn->error, "cannot find the primary: %s", why);
         sl_counter_add(&conn->metrics->errors, 1);
         return;
@@ -363,8 +365,9 @@ static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *w
     sl_redis_target_clear(&conn->node); /* no link uses it now */
     if (!sl_redis_target_node(conn->target, primary->host, primary->port, &conn->node)) {
         schedule_reconnect(conn);
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"out of memory\" retry_ms=%ld",
-               conn->backoff_ms);
+        SL_LOG(SL_LOG_WARNING,
+               "msg=\"redis connect failed\" error=\"out of memory\" retry_ms=%ld failures=%d",
+               conn->backoff_ms, conn->failures);
         snprintf(conn->error, sizeof conn->error, "out of memory");
         return;
     }
