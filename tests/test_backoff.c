@@ -119,3 +119,32 @@ Test(random, splitmix64_reference_values)
     for (int b = 0; b < 64; b++)
         cr_assert(ones[b] > 4700 && ones[b] < 5300, "bit %d set %d times", b, ones[b]);
 }
+
+Test(backoff, a_connection_that_stayed_up_starts_over)
+{
+    cr_assert_eq(sl_backoff_failures(5, 1000, 1000), 1);
+    cr_assert_eq(sl_backoff_failures(64, 60000, 1000), 1);
+    cr_assert_eq(sl_backoff_failures(0, 1000, 1000), 1);
+}
+
+Test(backoff, a_flapping_server_is_retried_ever_more_slowly)
+{
+    /* Accepted, usable, dropped after 50 ms, again and again: the count
+     * (so the delay's cap) grows as if each had been refused. */
+    int failures = 0;
+    for (int i = 1; i <= 6; i++) {
+        failures = sl_backoff_failures(failures, 50, 1000);
+        cr_assert_eq(failures, i);
+    }
+    cr_assert_eq(sl_backoff_ms(failures, 100, 5000, UINT64_MAX), 3200);
+    failures = sl_backoff_failures(failures, -1, 1000); /* never usable */
+    cr_assert_eq(failures, 7);
+    cr_assert_eq(sl_backoff_ms(failures, 100, 5000, UINT64_MAX), 5000);
+}
+
+Test(backoff, failures_stop_growing)
+{
+    cr_assert_eq(sl_backoff_failures(64, 0, 1000), 64);
+    cr_assert_eq(sl_backoff_failures(INT_MAX, -1, 1000), 64);
+    cr_assert_eq(sl_backoff_failures(-3, -1, 1000), 1);
+}

@@ -216,6 +216,34 @@ Test(sentinel, the_sentinel_that_answered_goes_first)
     cr_assert(order[0] == 3 && order[1] == 2 && order[2] == 0 && order[3] == 1);
 }
 
+Test(sentinel, a_sentinel_that_named_a_replica_goes_last)
+{
+    size_t order[] = {0, 1, 2, 3};
+    sl_sentinel_demote(order, 4, 0);
+    cr_assert(order[0] == 1 && order[1] == 2 && order[2] == 3 && order[3] == 0);
+    sl_sentinel_demote(order, 4, 1);
+    cr_assert(order[0] == 1 && order[1] == 3 && order[2] == 0 && order[3] == 2);
+    sl_sentinel_demote(order, 4, 3); /* already last: unchanged */
+    cr_assert(order[0] == 1 && order[1] == 3 && order[2] == 0 && order[3] == 2);
+    sl_sentinel_demote(order, 4, 4); /* out of range: unchanged */
+    cr_assert(order[0] == 1 && order[1] == 3 && order[2] == 0 && order[3] == 2);
+}
+
+Test(sentinel, a_stale_sentinel_stops_being_asked_first)
+{
+    /* Sentinel 0 is cut off and names the old primary; 1 and 2 know the
+     * new one. 0 answers first and is promoted, ROLE says replica, so it
+     * is demoted: the next resolution asks 1 first, which is right and
+     * promoted, and 0 is not asked first again. */
+    size_t order[] = {1, 2, 0};
+    sl_sentinel_promote(order, 3, 2);
+    cr_assert(order[0] == 0);
+    sl_sentinel_demote(order, 3, 0);
+    cr_assert(order[0] == 1 && order[1] == 2 && order[2] == 0);
+    sl_sentinel_promote(order, 3, 0);
+    cr_assert(order[0] == 1 && order[1] == 2 && order[2] == 0);
+}
+
 Test(sentinel, readonly_is_a_demoted_primary)
 {
     redisReply *ro = reply_of("-READONLY You can't write against a read only replica.\r\n");

@@ -3,11 +3,19 @@
  * real sentinels (support/redis_sentinel.h): the sentinels asked in turn,
  * the one that answered asked first next time; a primary demoted under
  * the connection (READONLY) dropped, and the connection back once a
- * primary is named again; redis_client naming that primary. */
+ * primary is named again; a stale sentinel that names the replica asked
+ * after the others once ROLE shows it wrong; redis_client naming that
+ * primary. */
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 
 #include "process.h"
 #include "redis/redis_client.h"
@@ -157,6 +165,111 @@ Test(sentinel_conn, a_primary_demoted_under_the_connection_is_dropped)
     cr_assert_not_null(sl_redis_conn_sha(conn, "claim"));
 
     sl_redis_conn_free(conn);
+    event_base_free(base);
+    sl_redis_target_clear(&t);
+}
+
+/* A stale sentinel, cut off from the others: whatever it is asked, it
+ * answers [127.0.0.1, port of the old primary, now a replica]. In the
+ * test's own loop, so it needs no process. */
+typedef struct stale_sentinel {
+    struct evconnlistener *listener;
+    int port;
+    char answer[64];
+    int asked; /* requests answered */
+    struct bufferevent *conns[64]; /* open ones, freed at the end */
+} stale_sentinel;
+
+static void on_stale_read(struct bufferevent *bev, void *arg)
+{
+    stale_sentinel *st = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+    st->asked++;
+    bufferevent_write(bev, st->answer, strlen(st->answer));
+}
+
+static void on_stale_event(struct bufferevent *bev, short what, void *arg)
+{
+    stale_sentinel *st = arg;
+    if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+        return;
+    for (size_t i = 0; i < sizeof st->conns / sizeof st->conns[0]; i++)
+        if (st->conns[i] == bev)
+            st->conns[i] = NULL;
+    bufferevent_free(bev);
+}
+
+static void on_stale_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                            int len, void *arg)
+{
+    (void)sa;
+    (void)len;
+    struct bufferevent *bev =
+        bufferevent_socket_new(evconnlistener_get_base(l), fd, BEV_OPT_CLOSE_ON_FREE);
+    cr_assert_not_null(bev);
+    stale_sentinel *st = arg;
+    size_t i = 0;
+    while (i < sizeof st->conns / sizeof st->conns[0] && st->conns[i])
+        i++;
+    if (i == sizeof st->conns / sizeof st->conns[0]) { /* asked too often: a loop */
+        bufferevent_free(bev);
+        return;
+    }
+    st->conns[i] = bev;
+    bufferevent_setcb(bev, on_stale_read, NULL, on_stale_event, arg);
+    bufferevent_enable(bev, EV_READ);
+}
+
+static void stale_stop(stale_sentinel *st)
+{
+    for (size_t i = 0; i < sizeof st->conns / sizeof st->conns[0]; i++)
+        if (st->conns[i])
+            bufferevent_free(st->conns[i]);
+    evconnlistener_free(st->listener);
+}
+
+static void stale_start(stale_sentinel *st, struct event_base *base, int names_port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    st->listener = evconnlistener_new_bind(base, on_stale_accept, st,
+                                           LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 16,
+                                           (struct sockaddr *)&sin, sizeof sin);
+    cr_assert_not_null(st->listener);
+    socklen_t sl = sizeof sin;
+    cr_assert_eq(getsockname(evconnlistener_get_fd(st->listener), (struct sockaddr *)&sin, &sl), 0);
+    st->port = ntohs(sin.sin_port);
+    char port[8];
+    snprintf(port, sizeof port, "%d", names_port);
+    snprintf(st->answer, sizeof st->answer, "*2\r\n$9\r\n127.0.0.1\r\n$%zu\r\n%s\r\n",
+             strlen(port), port);
+}
+
+Test(sentinel_conn, a_stale_sentinel_naming_a_replica_is_asked_after_the_others)
+{
+    /* Listed first and always answering first, the stale sentinel names
+     * the replica; ROLE says so, and the next resolution must ask the
+     * real sentinel first (without the demotion it asks the stale one
+     * first forever, and the connection never becomes ready). */
+    struct event_base *base = event_base_new();
+    stale_sentinel stale = {0};
+    stale_start(&stale, base, group.nodes[1].port);
+    char url[160];
+    snprintf(url, sizeof url, "redis-sentinel://127.0.0.1:%d,127.0.0.1:%d/%s", stale.port,
+             group.sentinels[1].port, RSN_MASTER_NAME);
+    sl_redis_target t;
+    char err[256];
+    cr_assert(sl_redis_target_parse(url, &t, err, sizeof err), "%s", err);
+    conn_run run = {0};
+    sl_redis_conn *conn = sl_redis_conn_new(base, &t, NULL, on_ready, &run);
+    cr_assert_not_null(conn);
+    run_until(base, &run.ready, 20000, "never ready: the stale sentinel is still asked first");
+    cr_assert_eq(sl_redis_conn_node(conn)->port, group.nodes[0].port, "not on the primary");
+    cr_assert_geq(stale.asked, 1, "the stale sentinel was never asked");
+
+    sl_redis_conn_free(conn);
+    stale_stop(&stale);
     event_base_free(base);
     sl_redis_target_clear(&t);
 }

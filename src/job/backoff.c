@@ -23,6 +23,15 @@ int64_t sl_backoff_ms(int failed_attempts, int64_t base_ms, int64_t max_ms, uint
     return (int64_t)mul_high(random, (uint64_t)cap + 1);
 }
 
+int sl_backoff_failures(int failed_attempts, int64_t up_ms, int64_t stable_ms)
+{
+    if (up_ms >= 0 && up_ms >= stable_ms)
+        return 1;
+    if (failed_attempts < 0)
+        failed_attempts = 0;
+    return failed_attempts < 64 ? failed_attempts + 1 : 64;
+}
+
 uint64_t sl_random_u64(uint64_t *state)
 {
     uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));

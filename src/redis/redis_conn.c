@@ -11,14 +11,21 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/monotonic.h"
+#include "job/backoff.h"
 #include "redis/lua_scripts.h"
 #include "redis/redis_conn.h"
 #include "redis/redis_link.h"
 #include "redis/sentinel.h"
 #include "redis/sentinel_client.h"
 
+/* The reconnect delay: full jitter under a cap doubling from MIN to MAX
+ * with each failure (sl_backoff_ms). A connection counts as a success,
+ * and the cap starts over, only once it stayed usable STABLE_MS: a Redis
+ * that accepts then drops connections is retried ever more slowly. */
 #define RECONNECT_MIN_MS 100
 #define RECONNECT_MAX_MS 5000
+#define RECONNECT_STABLE_MS 1000
 /* Replies that stop coming mean a dead peer TCP cannot see. */
 static const sl_redis_link_timeouts link_timeouts = {
     .connect_ms = 5000, .handshake_ms = 5000, .reply_ms = 5000};
@@ -44,7 +51,10 @@ struct sl_redis_conn {
     size_t scripts_loaded;
     unsigned script_generation; /* replies of an older load are ignored */
     struct event *reconnect_timer;
-    long backoff_ms;
+    int failures;       /* for the backoff: sl_backoff_failures */
+    int64_t ready_us;   /* when this connection became usable; 0: not yet */
+    uint64_t rng;       /* the backoff's jitter */
+    long backoff_ms;    /* the delay of the reconnect scheduled last */
     sl_redis_metrics *metrics; /* the caller's, or own_metrics */
     sl_redis_metrics own_metrics;
     setup_step auth_step, select_step;
@@ -67,11 +77,24 @@ static void set_ready(sl_redis_conn *conn, bool ready)
     conn->on_ready(conn->arg, ready);
 }
 
+/* The attempt failed or the connection ended: the next one after the
+ * backoff (conn->backoff_ms, for the log lines that follow). */
 static void schedule_reconnect(sl_redis_conn *conn)
 {
+    int64_t up_ms = conn->ready_us ? (sl_monotonic_us() - conn->ready_us) / 1000 : -1;
+    conn->ready_us = 0;
+    conn->failures = sl_backoff_failures(conn->failures, up_ms, RECONNECT_STABLE_MS);
+    conn->backoff_ms = (long)sl_backoff_ms(conn->failures, RECONNECT_MIN_MS, RECONNECT_MAX_MS,
+                                           sl_random_u64(&conn->rng));
     struct timeval tv = {conn->backoff_ms / 1000, (conn->backoff_ms % 1000) * 1000};
     evtimer_add(conn->reconnect_timer, &tv);
-    conn->backoff_ms = conn->backoff_ms * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : conn->backoff_ms * 2;
+}
+
+/* Usable now: how long it stays so decides the next backoff. */
+static void mark_ready(sl_redis_conn *conn)
+{
+    conn->ready_us = sl_monotonic_us();
+    set_ready(conn, true);
 }
 
 static void drop_connection(sl_redis_conn *conn, const char *why);
@@ -151,8 +174,7 @@ static void on_script_loaded(redisReply *reply, void *arg)
             memcpy(conn->sha[load->index], reply->str, 41);
             if (++conn->scripts_loaded == SCRIPT_COUNT) {
                 SL_LOG(SL_LOG_INFO, "msg=\"redis ready\" scripts=%zu", SCRIPT_COUNT);
-                conn->backoff_ms = RECONNECT_MIN_MS;
-                set_ready(conn, true);
+                mark_ready(conn);
             }
         } else if (reply) {
             SL_LOG(SL_LOG_ERROR, "msg=\"SCRIPT LOAD failed, reconnecting\" script=%s error=\"%s\"",
@@ -203,8 +225,7 @@ static void on_setup_done(redisReply *reply, void *arg)
     sl_redis_conn *conn = arg;
     if (reply && reply->type != REDIS_REPLY_ERROR && sl_redis_link_up(conn->link)) {
         /* (not up: a setup step failed and closes it) */
-        conn->backoff_ms = RECONNECT_MIN_MS;
-        set_ready(conn, true);
+        mark_ready(conn);
     } else if (reply && reply->type == REDIS_REPLY_ERROR) {
         drop_refused(conn, "PING", reply);
     }
@@ -247,6 +268,8 @@ static void on_role(redisReply *reply, void *arg)
         snprintf(why, sizeof why, "%s is a sentinel, not the primary", name);
     else
         snprintf(why, sizeof why, "%s: ROLE failed: %s", name, err);
+    if (role != SL_ROLE_BAD) /* a node that answers it is not the primary: its sentinel is stale */
+        sl_sentinels_demote_named(conn->sentinels);
     drop_connection(conn, why);
 }
 
@@ -293,19 +316,20 @@ static void on_link_event(void *arg, bool up, const char *why)
     bool was_connected = conn->connected;
     conn->connected = false;
     sl_counter_add(&conn->metrics->errors, 1);
+    schedule_reconnect(conn);
     if (was_connected) {
         sl_counter_add(&conn->metrics->reconnects, 1);
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connection lost\" error=\"%s\" retry_ms=%ld", why,
-               conn->backoff_ms);
+        SL_LOG(SL_LOG_WARNING,
+               "msg=\"redis connection lost\" error=\"%s\" retry_ms=%ld failures=%d",
+               why, conn->backoff_ms, conn->failures);
     } else {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", why,
-               conn->backoff_ms);
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld failures=%d",
+               why, conn->backoff_ms, conn->failures);
     }
     snprintf(conn->error, sizeof conn->error, "%s", why);
     sl_redis_link_free(conn->link); /* after the log and the copy: why is the link's */
     conn->link = NULL;
     set_ready(conn, false);
-    schedule_reconnect(conn);
 }
 
 static void open_link(sl_redis_conn *conn, const sl_redis_target *node)
@@ -314,11 +338,11 @@ static void open_link(sl_redis_conn *conn, const sl_redis_target *node)
     conn->link = sl_redis_link_open(conn->base, node, &link_timeouts, on_link_event,
                                     count_reply, conn, err, sizeof err);
     if (!conn->link) {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld", err,
-               conn->backoff_ms);
+        schedule_reconnect(conn);
+        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"%s\" retry_ms=%ld failures=%d",
+               err, conn->backoff_ms, conn->failures);
         snprintf(conn->error, sizeof conn->error, "%s", err);
         sl_counter_add(&conn->metrics->errors, 1);
-        schedule_reconnect(conn);
     }
 }
 
@@ -328,21 +352,23 @@ static void on_primary(void *arg, const sl_sentinel_addr *primary, const char *w
 {
     sl_redis_conn *conn = arg;
     if (!primary) {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis primary unknown\" error=\"%s\" retry_ms=%ld", why,
-               conn->backoff_ms);
+        schedule_reconnect(conn);
+        SL_LOG(SL_LOG_WARNING,
+               "msg=\"redis primary unknown\" error=\"%s\" retry_ms=%ld failures=%d",
+               why, conn->backoff_ms, conn->failures);
         snprintf(conn->error, sizeof conn->error, "cannot find the primary: %s", why);
         sl_counter_add(&conn->metrics->errors, 1);
-        schedule_reconnect(conn);
         return;
     }
     if (why)
         SL_LOG(SL_LOG_WARNING, "msg=\"some sentinels did not answer\" error=\"%s\"", why);
     sl_redis_target_clear(&conn->node); /* no link uses it now */
     if (!sl_redis_target_node(conn->target, primary->host, primary->port, &conn->node)) {
-        SL_LOG(SL_LOG_WARNING, "msg=\"redis connect failed\" error=\"out of memory\" retry_ms=%ld",
-               conn->backoff_ms);
-        snprintf(conn->error, sizeof conn->error, "out of memory");
         schedule_reconnect(conn);
+        SL_LOG(SL_LOG_WARNING,
+               "msg=\"redis connect failed\" error=\"out of memory\" retry_ms=%ld failures=%d",
+               conn->backoff_ms, conn->failures);
+        snprintf(conn->error, sizeof conn->error, "out of memory");
         return;
     }
     char name[SL_HOST_MAX + 16];
@@ -386,7 +412,7 @@ static void on_switch(void *arg, const sl_sentinel_addr *to)
     }
     if (evtimer_pending(conn->reconnect_timer, NULL)) {
         SL_LOG(SL_LOG_INFO, "msg=\"sentinels moved the primary, connecting\" primary=%s", name);
-        conn->backoff_ms = RECONNECT_MIN_MS;
+        conn->failures = 0; /* news, not a failure: the next backoff starts over */
         struct timeval now = {0, 0};
         evtimer_add(conn->reconnect_timer, &now);
     }
@@ -403,7 +429,7 @@ sl_redis_conn *sl_redis_conn_new(struct event_base *base, const sl_redis_target 
     conn->target = target;
     conn->on_ready = on_ready;
     conn->arg = arg;
-    conn->backoff_ms = RECONNECT_MIN_MS;
+    conn->rng = (uint64_t)sl_monotonic_us() ^ (uint64_t)(uintptr_t)conn; /* jitter, not secrecy */
     conn->auth_step = (setup_step){conn, "AUTH"};
     conn->select_step = (setup_step){conn, "SELECT"};
     conn->reconnect_timer = evtimer_new(base, connect_now, conn);

@@ -187,6 +187,15 @@ void sl_sentinel_promote(size_t *order, size_t count, size_t position)
     order[0] = first;
 }
 
+void sl_sentinel_demote(size_t *order, size_t count, size_t position)
+{
+    if (position >= count)
+        return;
+    size_t last = order[position];
+    memmove(order + position, order + position + 1, (count - 1 - position) * sizeof *order);
+    order[count - 1] = last;
+}
+
 bool sl_sentinel_reply_readonly(const redisReply *reply)
 {
     return reply && reply->type == REDIS_REPLY_ERROR && reply->str &&

@@ -60,6 +60,12 @@ sl_sentinel_switch sl_sentinel_parse_switch(const redisReply *reply, const char 
  * order, so the next resolution asks it first. */
 void sl_sentinel_promote(size_t *order, size_t count, size_t position);
 
+/* The sentinel at position named a node that is not the primary (a stale
+ * sentinel, cut off from the others): move it to the back of order,
+ * keeping the others' order, so the next resolution asks the others
+ * first. Out of range: order unchanged. */
+void sl_sentinel_demote(size_t *order, size_t count, size_t position);
+
 /* "host:port" or "[v6]:port": an address as messages show it. */
 void sl_sentinel_addr_format(const char *host, int port, char *out, size_t out_size);
 

@@ -8,12 +8,18 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/monotonic.h"
+#include "job/backoff.h"
 #include "redis/redis_link.h"
 
-/* A lost watch comes back after this, doubling: soon after a sentinel
- * restarts, and no hot loop while none is up. */
+/* A lost watch comes back after a jittered backoff whose cap doubles
+ * from MIN to MAX (sl_backoff_ms): soon after a sentinel restarts, and no
+ * hot loop while none is up. A subscription counts as a success, and the
+ * cap starts over, only once it lasted STABLE_MS: a sentinel that accepts
+ * then drops is not retried every MIN_MS. */
 #define WATCH_RETRY_MIN_MS 500
 #define WATCH_RETRY_MAX_MS 10000
+#define WATCH_STABLE_MS 1000
 
 struct sl_sentinels {
     struct event_base *base;
@@ -22,6 +28,8 @@ struct sl_sentinels {
     size_t count;
     sl_redis_target *nodes; /* each sentinel: its address, no AUTH, db 0 */
     size_t *order;          /* the order they are asked in */
+    size_t named;           /* the sentinel (index in nodes) that named the
+                               last primary; count: none */
 
     /* the resolution under way */
     bool resolving;
@@ -42,7 +50,10 @@ struct sl_sentinels {
     void *switch_arg;
     sl_redis_link *watch_link;
     size_t watch_position; /* in order */
-    long watch_backoff_ms;
+    int watch_failures;    /* for the backoff: sl_backoff_failures */
+    int64_t watch_up_us;   /* when the subscription was confirmed; 0: not */
+    uint64_t rng;          /* the backoff's jitter */
+    long watch_backoff_ms; /* the delay of the retry scheduled last */
     struct event *watch_timer;
 };
 
@@ -106,6 +117,7 @@ static void on_link_event(void *arg, bool up, const char *why)
     if (s->answered && s->answer == SL_SENTINEL_FOUND) {
         sl_redis_link_free(s->link);
         s->link = NULL;
+        s->named = s->order[s->position];
         sl_sentinel_promote(s->order, s->count, s->position);
         finish(s, &s->addr);
         return;
@@ -167,14 +179,34 @@ bool sl_sentinels_resolve(sl_sentinels *s, sl_sentinels_resolved_fn fn, void *ar
     return true;
 }
 
+void sl_sentinels_demote_named(sl_sentinels *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->order[i] != s->named)
+            continue;
+        char name[SL_HOST_MAX + 16];
+        sentinel_name(s, i, name, sizeof name);
+        SL_LOG(SL_LOG_WARNING, "msg=\"sentinel named a node that is not the primary; asking the "
+                               "others first\" sentinel=%s", name);
+        sl_sentinel_demote(s->order, s->count, i);
+        break;
+    }
+    s->named = s->count;
+}
+
 /* ---- the watch ---------------------------------------------------------- */
 
+/* The watch failed or was lost: the next attempt after the backoff
+ * (s->watch_backoff_ms, for the log line that follows). */
 static void watch_retry(sl_sentinels *s)
 {
+    int64_t up_ms = s->watch_up_us ? (sl_monotonic_us() - s->watch_up_us) / 1000 : -1;
+    s->watch_up_us = 0;
+    s->watch_failures = sl_backoff_failures(s->watch_failures, up_ms, WATCH_STABLE_MS);
+    s->watch_backoff_ms = (long)sl_backoff_ms(s->watch_failures, WATCH_RETRY_MIN_MS,
+                                              WATCH_RETRY_MAX_MS, sl_random_u64(&s->rng));
     struct timeval tv = {s->watch_backoff_ms / 1000, (s->watch_backoff_ms % 1000) * 1000};
     evtimer_add(s->watch_timer, &tv);
-    s->watch_backoff_ms = s->watch_backoff_ms * 2 > WATCH_RETRY_MAX_MS ? WATCH_RETRY_MAX_MS
-                                                                       : s->watch_backoff_ms * 2;
 }
 
 static void on_watch_message(redisReply *reply, void *arg)
@@ -191,7 +223,7 @@ static void on_watch_message(redisReply *reply, void *arg)
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
         reply->element[0]->type == REDIS_REPLY_STRING &&
         strcmp(reply->element[0]->str, "subscribe") == 0) {
-        s->watch_backoff_ms = WATCH_RETRY_MIN_MS;
+        s->watch_up_us = sl_monotonic_us();
         return;
     }
     sl_sentinel_addr to;
@@ -221,6 +253,7 @@ static void on_watch_event(void *arg, bool up, const char *why)
     }
     char name[SL_HOST_MAX + 16];
     sentinel_name(s, s->watch_position, name, sizeof name);
+    watch_retry(s);
     SL_LOG(SL_LOG_WARNING,
            "msg=\"sentinel watch lost; failovers are seen when the connection breaks\" "
            "sentinel=%s error=\"%s\" retry_ms=%ld",
@@ -228,7 +261,6 @@ static void on_watch_event(void *arg, bool up, const char *why)
     sl_redis_link_free(s->watch_link);
     s->watch_link = NULL;
     s->watch_position++; /* the next sentinel next time */
-    watch_retry(s);
 }
 
 static void watch_connect(evutil_socket_t fd, short kind, void *arg)
@@ -242,10 +274,10 @@ static void watch_connect(evutil_socket_t fd, short kind, void *arg)
     if (!s->watch_link) {
         char name[SL_HOST_MAX + 16];
         sentinel_name(s, s->watch_position, name, sizeof name);
+        watch_retry(s);
         SL_LOG(SL_LOG_WARNING, "msg=\"sentinel watch cannot connect\" sentinel=%s error=\"%s\" "
                                "retry_ms=%ld", name, err, s->watch_backoff_ms);
         s->watch_position++;
-        watch_retry(s);
     }
 }
 
@@ -253,7 +285,7 @@ void sl_sentinels_watch(sl_sentinels *s, sl_sentinels_switch_fn fn, void *arg)
 {
     s->on_switch = fn;
     s->switch_arg = arg;
-    s->watch_backoff_ms = WATCH_RETRY_MIN_MS;
+    s->watch_failures = 0;
     if (!s->watch_link) {
         struct timeval now = {0, 0};
         evtimer_add(s->watch_timer, &now);
@@ -272,21 +304,23 @@ sl_sentinels *sl_sentinels_new(struct event_base *base, const sl_redis_target *t
     s->target = target;
     s->timeouts = (sl_redis_link_timeouts){timeout_ms, timeout_ms, timeout_ms};
     s->count = target->seed_count;
+    s->named = s->count;
+    s->rng = (uint64_t)sl_monotonic_us() ^ (uint64_t)(uintptr_t)s; /* jitter, not secrecy */
     s->nodes = calloc(s->count ? s->count : 1, sizeof *s->nodes);
     s->order = calloc(s->count ? s->count : 1, sizeof *s->order);
     s->start_ev = evtimer_new(base, on_start, s);
     s->watch_timer = evtimer_new(base, watch_connect, s);
     bool ok = s->nodes && s->order && s->start_ev && s->watch_timer;
+    /* A sentinel is asked without AUTH, in its only db: the nodes are
+     * made from a view of target without the data node's credentials, so
+     * no copy of its password is made (nor left unzeroed in freed memory). */
+    sl_redis_target anonymous = *target;
+    anonymous.username = anonymous.password = NULL;
+    anonymous.db = 0;
     for (size_t i = 0; ok && i < s->count; i++) {
         s->order[i] = i;
-        ok = sl_redis_target_node(target, target->seeds[i].host, target->seeds[i].port,
+        ok = sl_redis_target_node(&anonymous, target->seeds[i].host, target->seeds[i].port,
                                   &s->nodes[i]);
-        if (ok) { /* a sentinel is asked without AUTH, in its only db */
-            free(s->nodes[i].username);
-            free(s->nodes[i].password);
-            s->nodes[i].username = s->nodes[i].password = NULL;
-            s->nodes[i].db = 0;
-        }
     }
     if (!ok || s->count == 0) {
         sl_sentinels_free(s);

@@ -47,6 +47,13 @@ void sl_sentinels_free(sl_sentinels *s);
  * if a resolution is already under way or memory ran out. */
 bool sl_sentinels_resolve(sl_sentinels *s, sl_sentinels_resolved_fn fn, void *arg);
 
+/* The primary the last resolution gave says it is not one (ROLE: a
+ * replica or a sentinel): the sentinel that named it is stale, cut off
+ * from the others, and goes to the back of the order, so the next
+ * resolution asks the others first instead of it forever. Once per
+ * resolution; a no-op before any. */
+void sl_sentinels_demote_named(sl_sentinels *s);
+
 /* Keeps a subscription to +switch-master on one sentinel (the one asked
  * first, another after each failure, after a backoff) and calls fn for
  * each move of our primary, until s is freed. */
