@@ -523,6 +523,14 @@ static void node_free(node *n)
 {
     if (!n)
         return;
+    /* A request backing off with an ASK to n must not go to n after it
+     * is freed: it goes to its slot's owner by the map then (which
+     * answers with the ASK again if the migration still runs). */
+    for (request *b = n->c->backoff.head; b; b = b->next)
+        if (b->at == n) {
+            b->asking = false;
+            b->at = NULL;
+        }
     request *r = n->waiting.head;
     n->waiting = (req_queue){0};
     sl_redis_conn_free(n->conn);

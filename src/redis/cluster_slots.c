@@ -61,14 +61,16 @@ static const char *read_node(const redisReply *r, const char *asked_host, sl_clu
     const redisReply *host = r->element[0], *port = r->element[1];
     if (port->type != REDIS_REPLY_INTEGER || port->integer < 1 || port->integer > 65535)
         return "its primary's port is not 1..65535";
-    if (host->type == REDIS_REPLY_NIL)
-        return "unknown";
-    if (host->type != REDIS_REPLY_STRING)
+    /* nil (cluster-preferred-endpoint-type unknown-endpoint) and "" both
+     * mean "the node you asked, at this port". */
+    bool asked = host->type == REDIS_REPLY_NIL;
+    if (!asked && host->type != REDIS_REPLY_STRING)
         return "its primary's host is not a string";
-    if (host->len == 1 && host->str[0] == '?')
+    if (!asked && host->len == 1 && host->str[0] == '?')
         return "unknown";
-    const char *name = host->len == 0 ? asked_host : host->str;
-    size_t len = host->len == 0 ? strlen(asked_host) : host->len;
+    asked = asked || host->len == 0;
+    const char *name = asked ? asked_host : host->str;
+    size_t len = asked ? strlen(asked_host) : host->len;
     if (len > SL_HOST_MAX || memchr(name, '\0', len))
         return "its primary's host is not a host name or address";
     memcpy(node->host, name, len);

@@ -42,8 +42,8 @@ typedef struct sl_cluster_map {
 } sl_cluster_map;
 
 /* Fills *out from a CLUSTER SLOTS reply that node asked_host answered (an
- * empty host in the reply means that node). A range whose primary has no
- * usable endpoint ("?", nil) is left without owner. False, with the
+ * empty or nil host in the reply means that node, at the port given). A
+ * range whose primary has no usable endpoint ("?") is left without owner. False, with the
  * reason in err ("range 2: start 9000 > end 10") and *out zeroed, for a
  * malformed reply, an error reply, overlapping ranges, or no range at
  * all; false with "out of memory" too. Free with sl_cluster_map_clear. */
