@@ -2,6 +2,7 @@
  * routed reply means (src/redis/cluster_slots.c). Replies are written in
  * RESP and read by hiredis's own reader, as the router gets them. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -321,4 +322,67 @@ Test(cluster_slots, bad_redirects_are_refused)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_not(sl_cluster_redirect_parse(bad[i], &to), "accepted \"%s\"", bad[i]);
+}
+
+/* A map of primaries at 127.0.0.1 with these ports (no slots). */
+static sl_cluster_map ports_map(const int *ports, size_t count)
+{
+    sl_cluster_map m = {.primary_count = count};
+    m.primaries = calloc(count ? count : 1, sizeof *m.primaries);
+    cr_assert(m.primaries);
+    for (size_t i = 0; i < count; i++) {
+        strcpy(m.primaries[i].host, "127.0.0.1");
+        m.primaries[i].port = ports[i];
+    }
+    return m;
+}
+
+Test(cluster_slots, primaries_change_by_number_address_or_order)
+{
+    sl_cluster_map a = ports_map((const int[]){7000, 7001, 7002}, 3);
+    sl_cluster_map same = ports_map((const int[]){7000, 7001, 7002}, 3);
+    sl_cluster_map reordered = ports_map((const int[]){7001, 7000, 7002}, 3);
+    sl_cluster_map other = ports_map((const int[]){7000, 7001, 7005}, 3);
+    sl_cluster_map fewer = ports_map((const int[]){7000, 7001}, 2);
+    cr_assert_not(sl_cluster_primaries_changed(&a, &same));
+    cr_assert(sl_cluster_primaries_changed(&a, &reordered)); /* a SCAN cursor would move */
+    cr_assert(sl_cluster_primaries_changed(&a, &other));
+    cr_assert(sl_cluster_primaries_changed(&a, &fewer));
+    strcpy(same.primaries[1].host, "127.0.0.2");
+    cr_assert(sl_cluster_primaries_changed(&a, &same));
+    sl_cluster_map_clear(&a);
+    sl_cluster_map_clear(&same);
+    sl_cluster_map_clear(&reordered);
+    sl_cluster_map_clear(&other);
+    sl_cluster_map_clear(&fewer);
+}
+
+Test(cluster_slots, a_round_without_news_widens_the_gap_news_resets_it)
+{
+    long gap = SL_CLUSTER_REFRESH_MIN_MS;
+    gap = sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_NO_NEWS);
+    cr_assert_eq(gap, SL_CLUSTER_GAP_MIN_MS);
+    gap = sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_FAILED);
+    cr_assert_eq(gap, 2 * SL_CLUSTER_GAP_MIN_MS);
+    for (int i = 0; i < 20; i++)
+        gap = sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_NO_NEWS);
+    cr_assert_eq(gap, SL_CLUSTER_GAP_MAX_MS);
+    cr_assert_eq(sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_NEWS), SL_CLUSTER_REFRESH_MIN_MS);
+}
+
+Test(cluster_slots, an_asked_refresh_waits_out_the_gap)
+{
+    /* a burst is one refresh: never sooner than the minimum */
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_REFRESH_MIN_MS, INT64_MAX),
+                 SL_CLUSTER_REFRESH_MIN_MS);
+    /* a round long ago: the minimum, whatever the gap */
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_GAP_MAX_MS, 60000),
+                 SL_CLUSTER_REFRESH_MIN_MS);
+    /* a round that ended 1 s ago with a 5 s gap: 4 s more (a slot no one
+     * serves, asked about by every claim, is not probed every 100 ms) */
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_GAP_MAX_MS, 1000),
+                 SL_CLUSTER_GAP_MAX_MS - 1000);
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_GAP_MAX_MS, 0), SL_CLUSTER_GAP_MAX_MS);
+    /* what the caller asked, if later */
+    cr_assert_eq(sl_cluster_refresh_delay(8000, SL_CLUSTER_GAP_MAX_MS, 0), 8000);
 }

@@ -21,12 +21,6 @@
 
 /* The slot of a command with no key (TIME): any connected primary. */
 #define KEYLESS SL_CLUSTER_SLOTS
-/* Refreshes asked for in a burst (many MOVED at once) are one refresh. */
-#define REFRESH_MIN_MS 100
-/* A round in which no address gave a map is tried again after this,
- * doubling up to REFRESH_RETRY_MAX_MS. */
-#define REFRESH_RETRY_MIN_MS 250
-#define REFRESH_RETRY_MAX_MS 5000
 /* The probe's waits: a map comes from a node that answers at once, and
  * a dead one should not hold up the next address for long. */
 static const sl_redis_link_timeouts probe_timeouts = {
@@ -108,7 +102,9 @@ struct sl_redis_cluster {
     sl_redis_target probe_target;
     bool probing, probe_done, refresh_again;
     size_t probe_start, probe_tried;
-    long retry_ms;
+    long gap_ms;          /* sl_cluster_refresh_gap's, after the last round */
+    int64_t round_end_us; /* when the last round ended; 0: none yet */
+    bool map_news;        /* the last map applied changed something */
     sl_redis_cluster_stats stats;
 };
 
@@ -287,10 +283,11 @@ static node *pick(sl_redis_cluster *c, const request *r)
     if (r->slot == KEYLESS) {
         /* The first connected primary, the same one while it stays so:
          * the daemon's TIME probes then read one host's clock, not a
-         * different (NTP-close, not equal) one each time. */
+         * different (NTP-close, not equal) one each time. One reloading
+         * its scripts is still connected: the request waits for it. */
         size_t count = c->map.primary_count;
         for (size_t i = 0; i < count; i++)
-            if (c->nodes[i] && sl_redis_conn_ready(c->nodes[i]->conn))
+            if (c->nodes[i] && sl_redis_conn_connected(c->nodes[i]->conn))
                 return c->nodes[i];
         return count ? c->nodes[0] : NULL;
     }
@@ -473,7 +470,11 @@ static void on_node_ready(void *arg, bool ready)
     node *n = arg;
     sl_redis_cluster *c = n->c;
     if (!ready) {
-        /* Lost (or reloading its scripts): the map may have changed. */
+        /* Reloading its scripts (NOSCRIPT): the same node, soon ready
+         * again; what is sent there waits for it. */
+        if (sl_redis_conn_connected(n->conn))
+            return;
+        /* Lost: the map may have changed. */
         n->in_multi = false;
         const char *why = sl_redis_conn_error(n->conn);
         if (why[0])
@@ -565,7 +566,7 @@ static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
         sl_cluster_map_clear(m);
         return;
     }
-    bool changed = m->primary_count != c->map.primary_count;
+    bool changed = sl_cluster_primaries_changed(&c->map, m);
     for (size_t i = 0; i < m->primary_count; i++) {
         int old = sl_cluster_map_find(&c->map, m->primaries[i].host, m->primaries[i].port);
         if (old >= 0 && c->nodes[old]) {
@@ -587,6 +588,7 @@ static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
     c->map = *m;
     c->nodes = nodes;
     c->stats.refreshes++;
+    c->map_news = changed || moved || old_count == 0;
     if (changed)
         SL_LOG(SL_LOG_INFO, "msg=\"redis cluster primaries changed\" primaries=%zu",
                c->map.primary_count);
@@ -623,8 +625,9 @@ static void refresh_soon(sl_redis_cluster *c, long delay_ms)
         return;
     }
     struct timeval due, now;
-    if (delay_ms < REFRESH_MIN_MS)
-        delay_ms = REFRESH_MIN_MS;
+    delay_ms = sl_cluster_refresh_delay(delay_ms, c->gap_ms,
+                                        c->round_end_us ? (now_us() - c->round_end_us) / 1000
+                                                        : INT64_MAX);
     if (event_pending(c->refresh_timer, EV_TIMEOUT, &due)) {
         event_base_gettimeofday_cached(c->base, &now);
         long left_ms = (long)(due.tv_sec - now.tv_sec) * 1000 + (due.tv_usec - now.tv_usec) / 1000;
@@ -695,11 +698,13 @@ static void on_probe_event(void *arg, bool up, const char *why)
         return;
     }
     c->probing = false;
-    c->retry_ms = REFRESH_RETRY_MIN_MS;
-    if (c->refresh_again)
-        arm_refresh(c, REFRESH_MIN_MS);
-    else
-        arm_refresh(c, any_primary_down(c) ? SL_CLUSTER_RECOVER_MS : SL_CLUSTER_REFRESH_MS);
+    c->gap_ms = sl_cluster_refresh_gap(c->gap_ms, c->map_news ? SL_CLUSTER_ROUND_NEWS
+                                                              : SL_CLUSTER_ROUND_NO_NEWS);
+    c->round_end_us = now_us();
+    long next = any_primary_down(c) ? SL_CLUSTER_RECOVER_MS : SL_CLUSTER_REFRESH_MS;
+    if (c->refresh_again && c->gap_ms < next)
+        next = c->gap_ms; /* asked for during the round: after the gap */
+    arm_refresh(c, next);
     c->refresh_again = false;
 }
 
@@ -739,12 +744,13 @@ static void probe_next(sl_redis_cluster *c)
     /* the round failed: the CLI, waiting for ready or an error, stops */
     snprintf(c->error, sizeof c->error, "no node gave the slot map (last: %s)",
              c->probe_error[0] ? c->probe_error : "no address to ask");
+    c->gap_ms = sl_cluster_refresh_gap(c->gap_ms, SL_CLUSTER_ROUND_FAILED);
+    c->round_end_us = now_us();
     SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: no node gave a slot map\" tried=%zu retry_ms=%ld",
-           total, c->retry_ms);
+           total, c->gap_ms);
     sl_counter_add(&c->metrics->errors, 1);
     c->probing = false;
-    arm_refresh(c, c->retry_ms);
-    c->retry_ms = c->retry_ms * 2 > REFRESH_RETRY_MAX_MS ? REFRESH_RETRY_MAX_MS : c->retry_ms * 2;
+    arm_refresh(c, c->gap_ms);
 }
 
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
@@ -756,6 +762,7 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
         return;
     c->probing = true;
     c->probe_done = false;
+    c->map_news = false;
     c->refresh_again = false;
     c->probe_tried = 0;
     c->probe_error[0] = '\0';
@@ -779,7 +786,7 @@ sl_redis_cluster *sl_redis_cluster_new(struct event_base *base, const sl_redis_t
     c->on_ready = on_ready;
     c->on_nodes = on_nodes;
     c->arg = arg;
-    c->retry_ms = REFRESH_RETRY_MIN_MS;
+    c->gap_ms = SL_CLUSTER_REFRESH_MIN_MS;
     c->probe_start = (size_t)-1; /* the first round starts at the first seed */
     for (size_t s = 0; s < SL_CLUSTER_SLOTS; s++)
         c->map.owner[s] = SL_CLUSTER_NO_OWNER;

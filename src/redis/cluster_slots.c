@@ -218,3 +218,32 @@ bool sl_cluster_redirect_parse(const char *text, sl_cluster_redirect *out)
     out->slot = slot;
     return true;
 }
+
+bool sl_cluster_primaries_changed(const sl_cluster_map *a, const sl_cluster_map *b)
+{
+    if (a->primary_count != b->primary_count)
+        return true;
+    for (size_t i = 0; i < a->primary_count; i++)
+        if (a->primaries[i].port != b->primaries[i].port ||
+            strcmp(a->primaries[i].host, b->primaries[i].host) != 0)
+            return true;
+    return false;
+}
+
+long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round)
+{
+    if (round == SL_CLUSTER_ROUND_NEWS)
+        return SL_CLUSTER_REFRESH_MIN_MS;
+    long next = gap_ms < SL_CLUSTER_GAP_MIN_MS / 2 ? SL_CLUSTER_GAP_MIN_MS : gap_ms * 2;
+    return next > SL_CLUSTER_GAP_MAX_MS ? SL_CLUSTER_GAP_MAX_MS : next;
+}
+
+long sl_cluster_refresh_delay(long asked_ms, long gap_ms, int64_t since_round_ms)
+{
+    long delay = asked_ms > SL_CLUSTER_REFRESH_MIN_MS ? asked_ms : SL_CLUSTER_REFRESH_MIN_MS;
+    if (since_round_ms < 0)
+        since_round_ms = 0;
+    if (since_round_ms < gap_ms && gap_ms - since_round_ms > delay)
+        delay = (long)(gap_ms - since_round_ms);
+    return delay;
+}

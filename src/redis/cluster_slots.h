@@ -83,4 +83,33 @@ typedef struct sl_cluster_redirect {
  * empty. False for anything else (a slot over 16383, a bad host or port). */
 bool sl_cluster_redirect_parse(const char *text, sl_cluster_redirect *out);
 
+/* Whether b's primaries differ from a's in number, address or order: the
+ * index of a primary is what callers key their per-primary state by (a
+ * SCAN cursor), so a reorder is a change too. */
+bool sl_cluster_primaries_changed(const sl_cluster_map *a, const sl_cluster_map *b);
+
+/* Refreshes of the map asked for (MOVED, a slot no one serves, a lost
+ * node) start at least SL_CLUSTER_REFRESH_MIN_MS after being asked (a
+ * burst is one refresh) and at least a gap after the last round ended.
+ * The gap is the minimum after a round that brought news, and doubles
+ * (SL_CLUSTER_GAP_MIN_MS up to SL_CLUSTER_GAP_MAX_MS) after one that
+ * failed or brought none: a slot no one serves, asked about by steady
+ * traffic, does not open a probe every 100 ms forever. */
+#define SL_CLUSTER_REFRESH_MIN_MS 100
+#define SL_CLUSTER_GAP_MIN_MS 250
+#define SL_CLUSTER_GAP_MAX_MS 5000
+
+typedef enum sl_cluster_round {
+    SL_CLUSTER_ROUND_NEWS,    /* a map that changed something */
+    SL_CLUSTER_ROUND_NO_NEWS, /* a map, the same as before */
+    SL_CLUSTER_ROUND_FAILED,  /* no address gave a map */
+} sl_cluster_round;
+
+/* The gap after a round that ended so, from the gap before it. */
+long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round);
+/* How long from now an asked-for refresh waits: asked_ms at least, the
+ * minimum, and what is left of gap_ms since the last round ended
+ * since_round_ms ago. */
+long sl_cluster_refresh_delay(long asked_ms, long gap_ms, int64_t since_round_ms);
+
 #endif

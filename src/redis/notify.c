@@ -88,8 +88,9 @@ static void on_message(redisReply *reply, void *arg)
         sl_redis_link_close(s->link, "PSUBSCRIBE failed");
         return;
     }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
-        return;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
+        reply->element[0]->type != REDIS_REPLY_STRING)
+        return; /* not a message of the subscription (a hostile reply) */
     const char *kind = reply->element[0]->str;
     if (strcmp(kind, "psubscribe") == 0) {
         SL_LOG(SL_LOG_INFO, "msg=\"keyspace notifications on: idle tenants wake at once\"");
@@ -100,6 +101,8 @@ static void on_message(redisReply *reply, void *arg)
     if (strcmp(kind, "pmessage") != 0 || reply->elements != 4)
         return;
     const redisReply *channel = reply->element[2], *event = reply->element[3];
+    if (channel->type != REDIS_REPLY_STRING || event->type != REDIS_REPLY_STRING)
+        return;
     if (strstr(event->str, "push") == NULL && strcmp(event->str, "linsert") != 0)
         return; /* lpush, rpush, lpushx, rpushx (LMOVE reports these too) */
     size_t skip = strlen(s->channel_prefix);
@@ -251,6 +254,8 @@ void sl_notify_nodes_changed(sl_notify *n)
     }
     for (size_t i = 0; i < count; i++) {
         const sl_redis_target *p = sl_redis_client_primary(n->client, i);
+        if (!p)
+            continue; /* a primary the cluster router could not make: polled */
         next[i] = find_subscriber(n, p);
         if (!next[i])
             next[i] = subscriber_new(n, p); /* NULL: never active, so polled */

@@ -450,6 +450,11 @@ bool sl_redis_conn_ready(const sl_redis_conn *conn)
     return conn->ready;
 }
 
+bool sl_redis_conn_connected(const sl_redis_conn *conn)
+{
+    return conn->link && conn->connected;
+}
+
 const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name)
 {
     if (!conn->ready)
