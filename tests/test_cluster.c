@@ -215,6 +215,12 @@ Test(cluster, a_node_that_lost_the_scripts_loads_them_and_the_command_runs)
     int p = rc_other_primary(&cluster, -1);
     char key[32];
     key_on(p, key, sizeof key);
+    /* The round after the first map (armed while the nodes connected)
+     * finds every primary up: the next is SL_CLUSTER_REFRESH_MS away. */
+    for (int i = 0; i < 50 && sl_redis_cluster_stats_get(r.router).refreshes < 2; i++)
+        event_run_for(r.base, 100);
+    uint64_t refreshes = sl_redis_cluster_stats_get(r.router).refreshes;
+    cr_assert_geq(refreshes, 2);
     redisContext *ctx = rc_connect(&cluster, p);
     redisReply *flushed = redisCommand(ctx, "SCRIPT FLUSH");
     cr_assert(flushed && flushed->type == REDIS_REPLY_STATUS);
@@ -230,6 +236,12 @@ Test(cluster, a_node_that_lost_the_scripts_loads_them_and_the_command_runs)
     cr_assert_eq(sl_redis_cluster_stats_get(r.router).noscript, 1);
     box = call(&r, key, 4, argv);
     cr_assert_eq(sl_redis_cluster_stats_get(r.router).noscript, 1, "loaded for good");
+    /* A reload is not a lost node: no map refresh follows it (one would
+     * come REFRESH_MIN_MS after), and no error is reported. */
+    event_run_for(r.base, 400);
+    cr_assert_eq(sl_redis_cluster_stats_get(r.router).refreshes, refreshes,
+                 "the reload was taken for a lost node");
+    cr_assert_str_eq(sl_redis_cluster_error(r.router), "");
     finish(&r);
 }
 
