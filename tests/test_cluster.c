@@ -208,6 +208,30 @@ Test(cluster, ask_while_a_slot_moves_then_moved)
     finish(&r);
 }
 
+/* SPEC §8: a shard is added as an empty primary; its first slot's keys
+ * are ASKed to a node the map does not name yet. */
+Test(cluster, ask_to_an_empty_new_primary_outside_the_map)
+{
+    run r = {0};
+    start(&r);
+    int from = rc_other_primary(&cluster, -1);
+    char key[32], fresh[40], value[32];
+    key_on(from, key, sizeof key);
+    snprintf(fresh, sizeof fresh, "%.*s:new", (int)(strchr(key, '}') - key + 1), key);
+    unsigned slot = slot_of(key);
+    cr_assert(rc_add_empty_primary(&cluster, from), "the new primary met the cluster");
+    cr_assert(rc_move_begin(&cluster, slot, from, RC_SPARE));
+    set(&r, fresh, "new");
+    /* ASKed once, or again if a map refresh closed the connection to
+     * the new node in between (it is not in the map yet) */
+    cr_assert_geq(sl_redis_cluster_stats_get(r.router).ask, 1, "the new key was ASKed");
+    cr_assert_eq(sl_redis_cluster_stats_get(r.router).expired, 0);
+    direct_get(RC_SPARE, fresh, value, sizeof value);
+    cr_assert_str_eq(value, "new", "it went to the new primary");
+    cr_assert_eq(sl_redis_cluster_primary_count(r.router), 3, "the map is unchanged");
+    finish(&r);
+}
+
 Test(cluster, a_node_that_lost_the_scripts_loads_them_and_the_command_runs)
 {
     run r = {0};

@@ -386,3 +386,26 @@ Test(cluster_slots, an_asked_refresh_waits_out_the_gap)
     /* what the caller asked, if later */
     cr_assert_eq(sl_cluster_refresh_delay(8000, SL_CLUSTER_GAP_MAX_MS, 0), 8000);
 }
+
+Test(cluster_slots, an_ask_outside_the_map_connects_within_a_bound)
+{
+    sl_cluster_map m = ports_map((const int[]){7000, 7001, 7002}, 3);
+    sl_cluster_node extra[SL_CLUSTER_EXTRA_MAX] = {{"127.0.0.1", 7010}};
+    size_t i = 99;
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, 1, "127.0.0.1", 7001, &i), SL_CLUSTER_ASK_MAP);
+    cr_assert_eq(i, 1);
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, 1, "127.0.0.1", 7010, &i),
+                 SL_CLUSTER_ASK_EXTRA);
+    cr_assert_eq(i, 0);
+    /* an empty new primary importing its first slot: connected on demand */
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, 1, "127.0.0.1", 7011, &i),
+                 SL_CLUSTER_ASK_CONNECT);
+    /* a node naming ever new addresses: no more than the bound */
+    for (size_t k = 1; k < SL_CLUSTER_EXTRA_MAX; k++)
+        extra[k] = (sl_cluster_node){"127.0.0.1", 7020 + (int)k};
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, SL_CLUSTER_EXTRA_MAX, "127.0.0.1", 7011, &i),
+                 SL_CLUSTER_ASK_REFUSE);
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, SL_CLUSTER_EXTRA_MAX, "127.0.0.1", 7000, &i),
+                 SL_CLUSTER_ASK_MAP);
+    sl_cluster_map_clear(&m);
+}

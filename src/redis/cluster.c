@@ -89,6 +89,11 @@ struct sl_redis_cluster {
     void *arg;
     sl_cluster_map map; /* owner[] indexes nodes[] */
     node **nodes;       /* map.primary_count entries; NULL where one could not be made */
+    /* Nodes outside the map an ASK named (a new, empty primary), kept
+     * until the next map: then a primary's node, or closed. */
+    node *extra[SL_CLUSTER_EXTRA_MAX];
+    sl_cluster_node extra_addr[SL_CLUSTER_EXTRA_MAX];
+    size_t extra_count;
     bool ready, closing;
     sl_redis_conn_options options; /* for every node's connection */
     char error[640];               /* sl_redis_cluster_error's */
@@ -360,13 +365,45 @@ static void route(request *r)
         finish(r, NULL);
 }
 
-/* The index of the primary a MOVED or ASK names, or -1 (not a primary of
- * the map, or not connectable: the refresh will tell). */
+/* The index of the primary a MOVED names, or -1 (not a primary of the
+ * map, or not connectable: the refresh will tell). */
 static int redirect_node(sl_redis_cluster *c, const request *r, const sl_cluster_redirect *to)
 {
     const char *host = to->host[0] ? to->host : r->at->target.host;
     int index = sl_cluster_map_find(&c->map, host, to->port);
     return index >= 0 && c->nodes[index] ? index : -1;
+}
+
+static node *node_new(sl_redis_cluster *c, const sl_cluster_node *addr);
+
+/* The node an ASK names: a primary of the map, or one outside it (an
+ * empty new primary importing its first slot), connected on demand
+ * (SPEC §8). NULL if none can be had (then back off, refresh). */
+static node *ask_node(sl_redis_cluster *c, const request *r, const sl_cluster_redirect *to)
+{
+    sl_cluster_node addr = {.port = to->port};
+    snprintf(addr.host, sizeof addr.host, "%s", to->host[0] ? to->host : r->at->target.host);
+    size_t i;
+    switch (sl_cluster_ask_target(&c->map, c->extra_addr, c->extra_count, addr.host, addr.port,
+                                  &i)) {
+    case SL_CLUSTER_ASK_MAP:
+        return c->nodes[i];
+    case SL_CLUSTER_ASK_EXTRA:
+        return c->extra[i];
+    case SL_CLUSTER_ASK_CONNECT:
+        i = c->extra_count;
+        c->extra[i] = node_new(c, &addr);
+        if (!c->extra[i])
+            return NULL;
+        c->extra_addr[i] = addr;
+        c->extra_count++;
+        SL_LOG(SL_LOG_INFO, "msg=\"redis cluster: ASK to a node outside the map, connecting\" "
+               "node=%s:%d", addr.host, addr.port);
+        return c->extra[i];
+    case SL_CLUSTER_ASK_REFUSE:
+        break;
+    }
+    return NULL;
 }
 
 /* Goes where a redirect points, at once the first few times; a chain
@@ -412,10 +449,10 @@ static void on_reply(redisReply *reply, void *arg)
         break;
     case SL_CLUSTER_REPLY_ASK:
         c->stats.ask++;
-        index = redirect_node(c, r, &to);
-        if (index >= 0) {
+        n = ask_node(c, r, &to);
+        if (n) {
             r->asking = true;
-            r->at = c->nodes[index];
+            r->at = n;
             waits = follow(r);
         } else {
             refresh_soon(c, 0);
@@ -569,9 +606,16 @@ static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
     bool changed = sl_cluster_primaries_changed(&c->map, m);
     for (size_t i = 0; i < m->primary_count; i++) {
         int old = sl_cluster_map_find(&c->map, m->primaries[i].host, m->primaries[i].port);
+        size_t x;
         if (old >= 0 && c->nodes[old]) {
             nodes[i] = c->nodes[old];
             c->nodes[old] = NULL;
+        } else if (sl_cluster_ask_target(&c->map, c->extra_addr, c->extra_count,
+                                         m->primaries[i].host, m->primaries[i].port,
+                                         &x) == SL_CLUSTER_ASK_EXTRA && c->extra[x]) {
+            nodes[i] = c->extra[x]; /* an ASK target that is a primary now */
+            c->extra[x] = NULL;
+            changed = true;
         } else {
             nodes[i] = node_new(c, &m->primaries[i]);
             changed = true;
@@ -595,6 +639,12 @@ static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
     for (size_t i = 0; i < old_count; i++)
         node_free(old_nodes[i]);
     free(old_nodes);
+    node *extra[SL_CLUSTER_EXTRA_MAX];
+    size_t extra_count = c->extra_count;
+    memcpy(extra, c->extra, sizeof extra);
+    c->extra_count = 0;
+    for (size_t i = 0; i < extra_count; i++)
+        node_free(extra[i]); /* an ASK target the map does not name */
     if (changed && c->ready && c->on_nodes)
         c->on_nodes(c->arg);
 }
@@ -814,6 +864,8 @@ void sl_redis_cluster_free(sl_redis_cluster *c)
     for (size_t i = 0; i < c->map.primary_count; i++)
         node_free(c->nodes[i]); /* closing: what waited gets NULL too */
     free(c->nodes);
+    for (size_t i = 0; i < c->extra_count; i++)
+        node_free(c->extra[i]);
     while (c->backoff.head)
         finish(c->backoff.head, NULL);
     sl_cluster_map_clear(&c->map);

@@ -247,3 +247,20 @@ long sl_cluster_refresh_delay(long asked_ms, long gap_ms, int64_t since_round_ms
         delay = (long)(gap_ms - since_round_ms);
     return delay;
 }
+
+sl_cluster_ask_where sl_cluster_ask_target(const sl_cluster_map *m, const sl_cluster_node *extra,
+                                           size_t extra_count, const char *host, int port,
+                                           size_t *index)
+{
+    int found = sl_cluster_map_find(m, host, port);
+    if (found >= 0) {
+        *index = (size_t)found;
+        return SL_CLUSTER_ASK_MAP;
+    }
+    for (size_t i = 0; i < extra_count; i++)
+        if (extra[i].port == port && strcmp(extra[i].host, host) == 0) {
+            *index = i;
+            return SL_CLUSTER_ASK_EXTRA;
+        }
+    return extra_count < SL_CLUSTER_EXTRA_MAX ? SL_CLUSTER_ASK_CONNECT : SL_CLUSTER_ASK_REFUSE;
+}

@@ -83,6 +83,25 @@ typedef struct sl_cluster_redirect {
  * empty. False for anything else (a slot over 16383, a bad host or port). */
 bool sl_cluster_redirect_parse(const char *text, sl_cluster_redirect *out);
 
+/* An ASK may name a node that is not a primary of the map: an empty new
+ * primary receiving its first slot (the way a shard is added). The
+ * router connects to at most this many such nodes at once (a hostile
+ * node naming ever new addresses cannot make it open more). */
+#define SL_CLUSTER_EXTRA_MAX 4
+
+typedef enum sl_cluster_ask_where {
+    SL_CLUSTER_ASK_MAP,     /* a primary of the map: *index into m->primaries */
+    SL_CLUSTER_ASK_EXTRA,   /* a node already connected outside the map: *index into extra */
+    SL_CLUSTER_ASK_CONNECT, /* a node outside the map, room to connect to it */
+    SL_CLUSTER_ASK_REFUSE,  /* no room: back off and refresh the map */
+} sl_cluster_ask_where;
+
+/* Where an ASK to host:port goes, given the map m and the extra nodes
+ * (extra_count of them, at most SL_CLUSTER_EXTRA_MAX) already connected. */
+sl_cluster_ask_where sl_cluster_ask_target(const sl_cluster_map *m, const sl_cluster_node *extra,
+                                           size_t extra_count, const char *host, int port,
+                                           size_t *index);
+
 /* Whether b's primaries differ from a's in number, address or order: the
  * index of a primary is what callers key their per-primary state by (a
  * SCAN cursor), so a reorder is a change too. */
