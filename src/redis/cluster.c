@@ -3,8 +3,8 @@
  * that asks for the map, one sl_redis_conn per primary, and the requests
  * that follow redirections.
  *
- * A request is one allocation: its state and its command, formatted once
- * (RESP) so a redirect resends the same bytes. The common path is one
+ * A request is its state and its command, formatted once (RESP, by
+ * hiredis) so a redirect resends the same bytes. The common path is one
  * slot lookup and one send; the clock is read only once a request leaves
  * it (a redirect, or a wait for a primary). */
 #include <stdio.h>
@@ -26,10 +26,9 @@
 static const sl_redis_link_timeouts probe_timeouts = {
     .connect_ms = 2000, .handshake_ms = 2000, .reply_ms = 2000};
 
-/* The scripts each primary's sl_redis_conn loads (redis_conn.c's list):
+/* The scripts each primary's sl_redis_conn loads (redis_conn.h's list):
  * their SHA1s are kept here so the router answers while nodes reconnect. */
-static const char *const script_names[] = {"claim", "ack"};
-#define SCRIPT_COUNT (sizeof script_names / sizeof script_names[0])
+#define SCRIPT_COUNT ((size_t)SL_REDIS_CONN_SCRIPTS)
 
 /* Redirects followed without a pause before backing off (hiredis-cluster
  * gives up after 5). */
@@ -62,7 +61,7 @@ struct request {
     unsigned char tx;    /* TX_BEGIN (MULTI), TX_END (EXEC, DISCARD) or 0 */
     bool in_tx;          /* sent inside a MULTI: its reply is never redirected */
     size_t len;
-    char cmd[];          /* the command, in RESP */
+    char *cmd;           /* the command, in RESP (hiredis's: redisFreeCommand) */
 };
 
 struct node {
@@ -94,6 +93,7 @@ struct sl_redis_cluster {
     node *extra[SL_CLUSTER_EXTRA_MAX];
     sl_cluster_node extra_addr[SL_CLUSTER_EXTRA_MAX];
     size_t extra_count;
+    node *keyless; /* where keyless commands went last; NULL: none yet */
     bool ready, closing;
     sl_redis_conn_options options; /* for every node's connection */
     char error[640];               /* sl_redis_cluster_error's */
@@ -151,53 +151,19 @@ static void queue_remove(request *r)
 
 /* ---- requests ---- */
 
-static char *put_header(char *p, char lead, size_t v)
-{
-    char digits[24];
-    int n = 0;
-    *p++ = lead;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *p++ = digits[--n];
-    *p++ = '\r';
-    *p++ = '\n';
-    return p;
-}
-
-static size_t header_size(size_t v)
-{
-    size_t n = 4; /* lead, at least one digit, CR LF */
-    for (; v >= 10; v /= 10)
-        n++;
-    return n;
-}
-
-/* A request with its command formatted (RESP, as hiredis would), or NULL
- * if out of memory. */
+/* A request with its command formatted (RESP, by hiredis's own
+ * formatter), or NULL if out of memory. */
 static request *request_new(sl_redis_cluster *c, unsigned slot, int argc, const char **argv,
                             const size_t *argvlen, sl_redis_reply_fn fn, void *arg)
 {
-    size_t len = header_size((size_t)argc);
-    for (int i = 0; i < argc; i++) {
-        size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
-        len += header_size(n) + n + 2;
-    }
-    request *r = malloc(sizeof *r + len);
-    if (!r)
+    char *cmd = NULL;
+    long long len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    request *r = len > 0 ? malloc(sizeof *r) : NULL;
+    if (!r) {
+        redisFreeCommand(cmd);
         return NULL;
-    *r = (request){.c = c, .fn = fn, .arg = arg, .slot = slot, .len = len};
-    char *p = put_header(r->cmd, '*', (size_t)argc);
-    for (int i = 0; i < argc; i++) {
-        size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
-        p = put_header(p, '$', n);
-        memcpy(p, argv[i], n);
-        p += n;
-        *p++ = '\r';
-        *p++ = '\n';
     }
+    *r = (request){.c = c, .fn = fn, .arg = arg, .slot = slot, .len = (size_t)len, .cmd = cmd};
     return r;
 }
 
@@ -206,6 +172,7 @@ static void request_free(request *r)
     queue_remove(r);
     if (r->timer)
         event_free(r->timer);
+    redisFreeCommand(r->cmd);
     free(r);
 }
 
@@ -286,14 +253,17 @@ static node *pick(sl_redis_cluster *c, const request *r)
     if (r->asking)
         return r->at;
     if (r->slot == KEYLESS) {
-        /* The first connected primary, the same one while it stays so:
-         * the daemon's TIME probes then read one host's clock, not a
-         * different (NTP-close, not equal) one each time. One reloading
-         * its scripts is still connected: the request waits for it. */
+        /* The first ready primary, the same one while it stays
+         * connected: the daemon's TIME probes then read one host's
+         * clock, not a different (NTP-close, not equal) one each time.
+         * One reloading its scripts (NOSCRIPT) is still connected: the
+         * request waits for it there. */
+        if (c->keyless && sl_redis_conn_connected(c->keyless->conn))
+            return c->keyless;
         size_t count = c->map.primary_count;
         for (size_t i = 0; i < count; i++)
-            if (c->nodes[i] && sl_redis_conn_connected(c->nodes[i]->conn))
-                return c->nodes[i];
+            if (c->nodes[i] && sl_redis_conn_ready(c->nodes[i]->conn))
+                return c->keyless = c->nodes[i];
         return count ? c->nodes[0] : NULL;
     }
     uint16_t owner = c->map.owner[r->slot];
@@ -521,7 +491,7 @@ static void on_node_ready(void *arg, bool ready)
     }
     if (!c->ready) {
         for (size_t i = 0; i < SCRIPT_COUNT; i++) {
-            const char *sha = sl_redis_conn_sha(n->conn, script_names[i]);
+            const char *sha = sl_redis_conn_sha(n->conn, sl_redis_conn_scripts[i]);
             snprintf(c->sha[i], sizeof c->sha[i], "%s", sha ? sha : "");
         }
         c->ready = true;
@@ -564,6 +534,8 @@ static void node_free(node *n)
     /* A request backing off with an ASK to n must not go to n after it
      * is freed: it goes to its slot's owner by the map then (which
      * answers with the ASK again if the migration still runs). */
+    if (n->c->keyless == n)
+        n->c->keyless = NULL;
     for (request *b = n->c->backoff.head; b; b = b->next)
         if (b->at == n) {
             b->asking = false;
@@ -892,7 +864,7 @@ const char *sl_redis_cluster_sha(const sl_redis_cluster *c, const char *name)
     if (!c->ready)
         return NULL;
     for (size_t i = 0; i < SCRIPT_COUNT; i++)
-        if (strcmp(script_names[i], name) == 0)
+        if (strcmp(sl_redis_conn_scripts[i], name) == 0)
             return c->sha[i][0] ? c->sha[i] : NULL;
     return NULL;
 }

@@ -45,6 +45,11 @@ typedef struct sl_redis_conn_options {
 void sl_redis_conn_set_options(sl_redis_conn *conn, const sl_redis_conn_options *options);
 /* Disconnects (pending callbacks get NULL) and frees. Not from a callback. */
 void sl_redis_conn_free(sl_redis_conn *conn);
+/* The daemon scripts each connection loads (lua_scripts.h names), in
+ * this order: one list for the connection and the cluster router. */
+#define SL_REDIS_CONN_SCRIPTS 2
+extern const char *const sl_redis_conn_scripts[SL_REDIS_CONN_SCRIPTS];
+
 bool sl_redis_conn_ready(const sl_redis_conn *conn);
 /* Whether the link is up, ready or not (a script reload is not a lost
  * connection). */
