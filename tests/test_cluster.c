@@ -232,6 +232,38 @@ Test(cluster, ask_to_an_empty_new_primary_outside_the_map)
     finish(&r);
 }
 
+/* A node that answers an ASKed command with MOVED (it was not told to
+ * import the slot) keeps a request bouncing: past the quick redirects it
+ * backs off with an ASK to a node outside the map, while every MOVED
+ * asks for a refresh, which closes that node. The request must not use
+ * it afterwards (the ASan build sees a use after free). */
+Test(cluster, a_backed_off_ask_survives_its_node_leaving)
+{
+    run r = {0};
+    start(&r);
+    int from = rc_other_primary(&cluster, -1);
+    char key[32], fresh[40];
+    key_on(from, key, sizeof key);
+    snprintf(fresh, sizeof fresh, "%.*s:new", (int)(strchr(key, '}') - key + 1), key);
+    cr_assert(rc_add_empty_primary(&cluster, from), "the new primary met the cluster");
+    char s[16];
+    snprintf(s, sizeof s, "%u", slot_of(key));
+    redisContext *ctx = rc_connect(&cluster, from);
+    redisReply *migrating =
+        redisCommand(ctx, "CLUSTER SETSLOT %s MIGRATING %s", s, cluster.nodes[RC_SPARE].id);
+    cr_assert(migrating && migrating->type == REDIS_REPLY_STATUS);
+    freeReplyObject(migrating);
+    redisFree(ctx);
+    uint64_t refreshes = sl_redis_cluster_stats_get(r.router).refreshes;
+    const char *argv[] = {"SET", fresh, "new"};
+    reply_box box = call(&r, fresh, 3, argv);
+    cr_assert(box.lost, "a slot no node takes: NULL at the chain's deadline");
+    sl_redis_cluster_stats st = sl_redis_cluster_stats_get(r.router);
+    cr_assert_gt(st.ask, 3, "asked %llu times", (unsigned long long)st.ask);
+    cr_assert_gt(st.refreshes, refreshes, "the map was asked for again");
+    finish(&r);
+}
+
 Test(cluster, a_node_that_lost_the_scripts_loads_them_and_the_command_runs)
 {
     run r = {0};
