@@ -11,7 +11,9 @@
  *   MOVED       the map's entry is updated, a full refresh is scheduled,
  *               the command goes to the new owner;
  *   ASK         ASKING and the command go to the named node, pipelined,
- *               the map unchanged;
+ *               the map unchanged; a node outside the map (an empty new
+ *               primary receiving its first slot) is connected on
+ *               demand, and closed at the next map that does not name it;
  *   TRYAGAIN, CLUSTERDOWN, a slot no one serves
  *               resent after a growing backoff (redis_errors.h's);
  *   NOSCRIPT    the node loads the scripts again, the command is resent
