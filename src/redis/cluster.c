@@ -110,6 +110,7 @@ struct sl_redis_cluster {
     long gap_ms;          /* sl_cluster_refresh_gap's, after the last round */
     int64_t round_end_us; /* when the last round ended; 0: none yet */
     bool map_news;        /* the last map applied changed something */
+    bool next_round_asked, round_asked; /* armed by an asked-for refresh */
     sl_redis_cluster_stats stats;
 };
 
@@ -631,8 +632,10 @@ static bool any_primary_down(const sl_redis_cluster *c)
     return false;
 }
 
-static void arm_refresh(sl_redis_cluster *c, long delay_ms)
+/* Arms the next round in delay_ms; asked: for an asked-for refresh. */
+static void arm_refresh(sl_redis_cluster *c, long delay_ms, bool asked)
 {
+    c->next_round_asked = asked;
     struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
     evtimer_add(c->refresh_timer, &tv);
 }
@@ -656,7 +659,7 @@ static void refresh_soon(sl_redis_cluster *c, long delay_ms)
         if (left_ms <= delay_ms)
             return;
     }
-    arm_refresh(c, delay_ms);
+    arm_refresh(c, delay_ms, true);
 }
 
 static void probe_next(sl_redis_cluster *c);
@@ -720,13 +723,13 @@ static void on_probe_event(void *arg, bool up, const char *why)
         return;
     }
     c->probing = false;
-    c->gap_ms = sl_cluster_refresh_gap(c->gap_ms, c->map_news ? SL_CLUSTER_ROUND_NEWS
-                                                              : SL_CLUSTER_ROUND_NO_NEWS);
+    c->gap_ms = sl_cluster_refresh_gap(
+        c->gap_ms, c->map_news ? SL_CLUSTER_ROUND_NEWS : SL_CLUSTER_ROUND_NO_NEWS, c->round_asked);
     c->round_end_us = now_us();
     long next = any_primary_down(c) ? SL_CLUSTER_RECOVER_MS : SL_CLUSTER_REFRESH_MS;
-    if (c->refresh_again && c->gap_ms < next)
-        next = c->gap_ms; /* asked for during the round: after the gap */
-    arm_refresh(c, next);
+    bool again = c->refresh_again && c->gap_ms < next;
+    /* asked for during the round: after the gap */
+    arm_refresh(c, again ? c->gap_ms : next, again);
     c->refresh_again = false;
 }
 
@@ -766,13 +769,13 @@ static void probe_next(sl_redis_cluster *c)
     /* the round failed: the CLI, waiting for ready or an error, stops */
     snprintf(c->error, sizeof c->error, "no node gave the slot map (last: %s)",
              c->probe_error[0] ? c->probe_error : "no address to ask");
-    c->gap_ms = sl_cluster_refresh_gap(c->gap_ms, SL_CLUSTER_ROUND_FAILED);
+    c->gap_ms = sl_cluster_refresh_gap(c->gap_ms, SL_CLUSTER_ROUND_FAILED, c->round_asked);
     c->round_end_us = now_us();
     SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: no node gave a slot map\" tried=%zu retry_ms=%ld",
            total, c->gap_ms);
     sl_counter_add(&c->metrics->errors, 1);
     c->probing = false;
-    arm_refresh(c, c->gap_ms);
+    arm_refresh(c, c->gap_ms, false);
 }
 
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
@@ -785,6 +788,7 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
     c->probing = true;
     c->probe_done = false;
     c->map_news = false;
+    c->round_asked = c->next_round_asked;
     c->refresh_again = false;
     c->probe_tried = 0;
     c->probe_error[0] = '\0';
@@ -821,7 +825,7 @@ sl_redis_cluster *sl_redis_cluster_new(struct event_base *base, const sl_redis_t
         SL_LOG(SL_LOG_WARNING, "msg=\"redis_tls.verify is false: the Redis servers' certificates "
                                "are NOT checked, anyone on the path can read and change every "
                                "job\"");
-    arm_refresh(c, 0);
+    arm_refresh(c, 0, false);
     return c;
 }
 

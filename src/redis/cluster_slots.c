@@ -230,9 +230,9 @@ bool sl_cluster_primaries_changed(const sl_cluster_map *a, const sl_cluster_map 
     return false;
 }
 
-long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round)
+long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round, bool asked)
 {
-    if (round == SL_CLUSTER_ROUND_NEWS)
+    if (round == SL_CLUSTER_ROUND_NEWS || (round == SL_CLUSTER_ROUND_NO_NEWS && !asked))
         return SL_CLUSTER_REFRESH_MIN_MS;
     long next = gap_ms < SL_CLUSTER_GAP_MIN_MS / 2 ? SL_CLUSTER_GAP_MIN_MS : gap_ms * 2;
     return next > SL_CLUSTER_GAP_MAX_MS ? SL_CLUSTER_GAP_MAX_MS : next;

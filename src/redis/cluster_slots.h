@@ -110,10 +110,12 @@ bool sl_cluster_primaries_changed(const sl_cluster_map *a, const sl_cluster_map 
 /* Refreshes of the map asked for (MOVED, a slot no one serves, a lost
  * node) start at least SL_CLUSTER_REFRESH_MIN_MS after being asked (a
  * burst is one refresh) and at least a gap after the last round ended.
- * The gap is the minimum after a round that brought news, and doubles
- * (SL_CLUSTER_GAP_MIN_MS up to SL_CLUSTER_GAP_MAX_MS) after one that
- * failed or brought none: a slot no one serves, asked about by steady
- * traffic, does not open a probe every 100 ms forever. */
+ * The gap is the minimum after a round that brought news, or that no one
+ * asked for (the periodic one: a lost node right after it is looked for
+ * at once), and doubles (SL_CLUSTER_GAP_MIN_MS up to SL_CLUSTER_GAP_MAX_MS)
+ * after one that failed or was asked for and brought none: a slot no one
+ * serves, asked about by steady traffic, does not open a probe every
+ * 100 ms forever. */
 #define SL_CLUSTER_REFRESH_MIN_MS 100
 #define SL_CLUSTER_GAP_MIN_MS 250
 #define SL_CLUSTER_GAP_MAX_MS 5000
@@ -124,8 +126,9 @@ typedef enum sl_cluster_round {
     SL_CLUSTER_ROUND_FAILED,  /* no address gave a map */
 } sl_cluster_round;
 
-/* The gap after a round that ended so, from the gap before it. */
-long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round);
+/* The gap after a round that ended so (asked: armed by an asked-for
+ * refresh), from the gap before it. */
+long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round, bool asked);
 /* How long from now an asked-for refresh waits: asked_ms at least, the
  * minimum, and what is left of gap_ms since the last round ended
  * since_round_ms ago. */
