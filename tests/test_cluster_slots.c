@@ -2,6 +2,7 @@
  * routed reply means (src/redis/cluster_slots.c). Replies are written in
  * RESP and read by hiredis's own reader, as the router gets them. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -129,6 +130,27 @@ Test(cluster_slots, an_empty_host_is_the_node_that_answered)
     freeReplyObject(r);
 }
 
+/* cluster-preferred-endpoint-type unknown-endpoint: the endpoint is nil,
+ * meaning the node asked, at the port given. */
+Test(cluster_slots, a_nil_host_is_the_node_that_answered)
+{
+    redisReply *r = resp("*2\r\n"
+                         "*3\r\n:0\r\n:9\r\n*2\r\n$-1\r\n:7000\r\n"
+                         "*3\r\n:10\r\n:16383\r\n*2\r\n$-1\r\n:7001\r\n");
+    sl_cluster_map m;
+    char err[128];
+    cr_assert(sl_cluster_map_parse(r, "10.0.0.5", &m, err, sizeof err), "%s", err);
+    cr_assert_eq(m.primary_count, 2);
+    cr_assert_str_eq(m.primaries[0].host, "10.0.0.5");
+    cr_assert_eq(m.primaries[0].port, 7000);
+    cr_assert_str_eq(m.primaries[1].host, "10.0.0.5");
+    cr_assert_eq(m.primaries[1].port, 7001);
+    cr_assert_eq(m.owner[5], 0);
+    cr_assert_eq(m.owner[100], 1);
+    sl_cluster_map_clear(&m);
+    freeReplyObject(r);
+}
+
 Test(cluster_slots, an_unknown_endpoint_leaves_its_range_without_owner)
 {
     redisReply *r = resp("*2\r\n"
@@ -179,7 +201,6 @@ Test(cluster_slots, malformed_maps_are_refused_with_the_reason)
             "*3\r\n:5\r\n:9\r\n*2\r\n$1\r\ng\r\n:1\r\n",
             "range 1: a slot listed twice");
     refused("*1\r\n*3\r\n:0\r\n:5\r\n*2\r\n$1\r\n?\r\n:1\r\n", "no primary with a known address");
-    refused("*1\r\n*3\r\n:0\r\n:5\r\n*2\r\n$-1\r\n:1\r\n", "no primary with a known address");
 }
 
 Test(cluster_slots, no_reply_is_refused)
@@ -301,4 +322,95 @@ Test(cluster_slots, bad_redirects_are_refused)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_not(sl_cluster_redirect_parse(bad[i], &to), "accepted \"%s\"", bad[i]);
+}
+
+/* A map of primaries at 127.0.0.1 with these ports (no slots). */
+static sl_cluster_map ports_map(const int *ports, size_t count)
+{
+    sl_cluster_map m = {.primary_count = count};
+    m.primaries = calloc(count ? count : 1, sizeof *m.primaries);
+    cr_assert(m.primaries);
+    for (size_t i = 0; i < count; i++) {
+        strcpy(m.primaries[i].host, "127.0.0.1");
+        m.primaries[i].port = ports[i];
+    }
+    return m;
+}
+
+Test(cluster_slots, primaries_change_by_number_address_or_order)
+{
+    sl_cluster_map a = ports_map((const int[]){7000, 7001, 7002}, 3);
+    sl_cluster_map same = ports_map((const int[]){7000, 7001, 7002}, 3);
+    sl_cluster_map reordered = ports_map((const int[]){7001, 7000, 7002}, 3);
+    sl_cluster_map other = ports_map((const int[]){7000, 7001, 7005}, 3);
+    sl_cluster_map fewer = ports_map((const int[]){7000, 7001}, 2);
+    cr_assert_not(sl_cluster_primaries_changed(&a, &same));
+    cr_assert(sl_cluster_primaries_changed(&a, &reordered)); /* a SCAN cursor would move */
+    cr_assert(sl_cluster_primaries_changed(&a, &other));
+    cr_assert(sl_cluster_primaries_changed(&a, &fewer));
+    strcpy(same.primaries[1].host, "127.0.0.2");
+    cr_assert(sl_cluster_primaries_changed(&a, &same));
+    sl_cluster_map_clear(&a);
+    sl_cluster_map_clear(&same);
+    sl_cluster_map_clear(&reordered);
+    sl_cluster_map_clear(&other);
+    sl_cluster_map_clear(&fewer);
+}
+
+Test(cluster_slots, a_round_without_news_widens_the_gap_news_resets_it)
+{
+    long gap = SL_CLUSTER_REFRESH_MIN_MS;
+    gap = sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_NO_NEWS, true);
+    cr_assert_eq(gap, SL_CLUSTER_GAP_MIN_MS);
+    gap = sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_FAILED, false);
+    cr_assert_eq(gap, 2 * SL_CLUSTER_GAP_MIN_MS);
+    for (int i = 0; i < 20; i++)
+        gap = sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_NO_NEWS, true);
+    cr_assert_eq(gap, SL_CLUSTER_GAP_MAX_MS);
+    cr_assert_eq(sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_NEWS, true),
+                 SL_CLUSTER_REFRESH_MIN_MS);
+    /* the periodic round, asked for by no one, finds the cluster quiet: a
+     * node lost after it is looked for at once, not after a wide gap */
+    cr_assert_eq(sl_cluster_refresh_gap(gap, SL_CLUSTER_ROUND_NO_NEWS, false),
+                 SL_CLUSTER_REFRESH_MIN_MS);
+}
+
+Test(cluster_slots, an_asked_refresh_waits_out_the_gap)
+{
+    /* a burst is one refresh: never sooner than the minimum */
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_REFRESH_MIN_MS, INT64_MAX),
+                 SL_CLUSTER_REFRESH_MIN_MS);
+    /* a round long ago: the minimum, whatever the gap */
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_GAP_MAX_MS, 60000),
+                 SL_CLUSTER_REFRESH_MIN_MS);
+    /* a round that ended 1 s ago with a 5 s gap: 4 s more (a slot no one
+     * serves, asked about by every claim, is not probed every 100 ms) */
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_GAP_MAX_MS, 1000),
+                 SL_CLUSTER_GAP_MAX_MS - 1000);
+    cr_assert_eq(sl_cluster_refresh_delay(0, SL_CLUSTER_GAP_MAX_MS, 0), SL_CLUSTER_GAP_MAX_MS);
+    /* what the caller asked, if later */
+    cr_assert_eq(sl_cluster_refresh_delay(8000, SL_CLUSTER_GAP_MAX_MS, 0), 8000);
+}
+
+Test(cluster_slots, an_ask_outside_the_map_connects_within_a_bound)
+{
+    sl_cluster_map m = ports_map((const int[]){7000, 7001, 7002}, 3);
+    sl_cluster_node extra[SL_CLUSTER_EXTRA_MAX] = {{"127.0.0.1", 7010}};
+    size_t i = 99;
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, 1, "127.0.0.1", 7001, &i), SL_CLUSTER_ASK_MAP);
+    cr_assert_eq(i, 1);
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, 1, "127.0.0.1", 7010, &i),
+                 SL_CLUSTER_ASK_EXTRA);
+    cr_assert_eq(i, 0);
+    /* an empty new primary importing its first slot: connected on demand */
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, 1, "127.0.0.1", 7011, &i),
+                 SL_CLUSTER_ASK_CONNECT);
+    /* a node naming ever new addresses: no more than the bound */
+    for (size_t k = 1; k < SL_CLUSTER_EXTRA_MAX; k++)
+        extra[k] = (sl_cluster_node){"127.0.0.1", 7020 + (int)k};
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, SL_CLUSTER_EXTRA_MAX, "127.0.0.1", 7011, &i),
+                 SL_CLUSTER_ASK_REFUSE);
+    cr_assert_eq(sl_cluster_ask_target(&m, extra, SL_CLUSTER_EXTRA_MAX, "127.0.0.1", 7000, &i),
+                 SL_CLUSTER_ASK_MAP);
+    sl_cluster_map_clear(&m);
 }

@@ -139,3 +139,60 @@ Test(notify, follows_the_client_over_a_unix_socket)
     snprintf(url, sizeof url, "unix://%s/redis.sock", server.dir);
     follows_the_client(url);
 }
+
+/* The reply the RESP text makes (caller frees). */
+static redisReply *resp(const char *text)
+{
+    redisReader *reader = redisReaderCreate();
+    cr_assert(reader);
+    cr_assert_eq(redisReaderFeed(reader, text, strlen(text)), REDIS_OK);
+    void *reply = NULL;
+    cr_assert_eq(redisReaderGetReply(reader, &reply), REDIS_OK);
+    redisReaderFree(reader);
+    cr_assert_not_null(reply);
+    return reply;
+}
+
+static sl_notify_message read_text(const char *text, char *tenant, size_t size)
+{
+    redisReply *r = resp(text);
+    sl_notify_message what = sl_notify_message_read(r, "__keyspace@0__:", "sluice", tenant, size);
+    freeReplyObject(r);
+    return what;
+}
+
+Test(notify, messages_are_read)
+{
+    char tenant[64] = "";
+    cr_assert_eq(read_text("*3\r\n$10\r\npsubscribe\r\n$1\r\np\r\n:1\r\n", tenant, sizeof tenant),
+                 SL_NOTIFY_SUBSCRIBED);
+    cr_assert_eq(read_text("-NOPERM no\r\n", tenant, sizeof tenant), SL_NOTIFY_REFUSED);
+    cr_assert_eq(read_text("*4\r\n$8\r\npmessage\r\n$1\r\np\r\n"
+                           "$34\r\n__keyspace@0__:sluice:{acme}:queue\r\n$5\r\nlpush\r\n",
+                           tenant, sizeof tenant),
+                 SL_NOTIFY_PUSH);
+    cr_assert_str_eq(tenant, "acme");
+    cr_assert_eq(read_text("*4\r\n$8\r\npmessage\r\n$1\r\np\r\n"
+                           "$34\r\n__keyspace@0__:sluice:{acme}:queue\r\n$4\r\nlpop\r\n",
+                           tenant, sizeof tenant),
+                 SL_NOTIFY_OTHER);
+}
+
+/* A hostile server's replies of any shape: nothing for us, no crash. */
+Test(notify, hostile_messages_are_ignored)
+{
+    char tenant[64];
+    cr_assert_eq(read_text("*3\r\n:1\r\n:2\r\n:3\r\n", tenant, sizeof tenant), SL_NOTIFY_OTHER);
+    cr_assert_eq(read_text("*3\r\n$-1\r\n:2\r\n:3\r\n", tenant, sizeof tenant), SL_NOTIFY_OTHER);
+    cr_assert_eq(read_text("*4\r\n$8\r\npmessage\r\n$1\r\np\r\n"
+                           "$34\r\n__keyspace@0__:sluice:{acme}:queue\r\n:7\r\n",
+                           tenant, sizeof tenant),
+                 SL_NOTIFY_OTHER);
+    cr_assert_eq(read_text("*4\r\n$8\r\npmessage\r\n$1\r\np\r\n*0\r\n$5\r\nlpush\r\n", tenant,
+                           sizeof tenant),
+                 SL_NOTIFY_OTHER);
+    cr_assert_eq(read_text("*4\r\n$8\r\npmessage\r\n$1\r\np\r\n"
+                           "$34\r\n__keyspace@9__:sluice:{acme}:queue\r\n$5\r\nlpush\r\n",
+                           tenant, sizeof tenant),
+                 SL_NOTIFY_OTHER);
+}

@@ -3,8 +3,8 @@
  * that asks for the map, one sl_redis_conn per primary, and the requests
  * that follow redirections.
  *
- * A request is one allocation: its state and its command, formatted once
- * (RESP) so a redirect resends the same bytes. The common path is one
+ * A request is its state and its command, formatted once (RESP, by
+ * hiredis) so a redirect resends the same bytes. The common path is one
  * slot lookup and one send; the clock is read only once a request leaves
  * it (a redirect, or a wait for a primary). */
 #include <stdio.h>
@@ -21,21 +21,14 @@
 
 /* The slot of a command with no key (TIME): any connected primary. */
 #define KEYLESS SL_CLUSTER_SLOTS
-/* Refreshes asked for in a burst (many MOVED at once) are one refresh. */
-#define REFRESH_MIN_MS 100
-/* A round in which no address gave a map is tried again after this,
- * doubling up to REFRESH_RETRY_MAX_MS. */
-#define REFRESH_RETRY_MIN_MS 250
-#define REFRESH_RETRY_MAX_MS 5000
 /* The probe's waits: a map comes from a node that answers at once, and
  * a dead one should not hold up the next address for long. */
 static const sl_redis_link_timeouts probe_timeouts = {
     .connect_ms = 2000, .handshake_ms = 2000, .reply_ms = 2000};
 
-/* The scripts each primary's sl_redis_conn loads (redis_conn.c's list):
+/* The scripts each primary's sl_redis_conn loads (redis_conn.h's list):
  * their SHA1s are kept here so the router answers while nodes reconnect. */
-static const char *const script_names[] = {"claim", "ack"};
-#define SCRIPT_COUNT (sizeof script_names / sizeof script_names[0])
+#define SCRIPT_COUNT ((size_t)SL_REDIS_CONN_SCRIPTS)
 
 /* Redirects followed without a pause before backing off (hiredis-cluster
  * gives up after 5). */
@@ -68,7 +61,7 @@ struct request {
     unsigned char tx;    /* TX_BEGIN (MULTI), TX_END (EXEC, DISCARD) or 0 */
     bool in_tx;          /* sent inside a MULTI: its reply is never redirected */
     size_t len;
-    char cmd[];          /* the command, in RESP */
+    char *cmd;           /* the command, in RESP (hiredis's: redisFreeCommand) */
 };
 
 struct node {
@@ -95,6 +88,12 @@ struct sl_redis_cluster {
     void *arg;
     sl_cluster_map map; /* owner[] indexes nodes[] */
     node **nodes;       /* map.primary_count entries; NULL where one could not be made */
+    /* Nodes outside the map an ASK named (a new, empty primary), kept
+     * until the next map: then a primary's node, or closed. */
+    node *extra[SL_CLUSTER_EXTRA_MAX];
+    sl_cluster_node extra_addr[SL_CLUSTER_EXTRA_MAX];
+    size_t extra_count;
+    node *keyless; /* where keyless commands went last; NULL: none yet */
     bool ready, closing;
     sl_redis_conn_options options; /* for every node's connection */
     char error[640];               /* sl_redis_cluster_error's */
@@ -108,7 +107,10 @@ struct sl_redis_cluster {
     sl_redis_target probe_target;
     bool probing, probe_done, refresh_again;
     size_t probe_start, probe_tried;
-    long retry_ms;
+    long gap_ms;          /* sl_cluster_refresh_gap's, after the last round */
+    int64_t round_end_us; /* when the last round ended; 0: none yet */
+    bool map_news;        /* the last map applied changed something */
+    bool next_round_asked, round_asked; /* armed by an asked-for refresh */
     sl_redis_cluster_stats stats;
 };
 
@@ -150,53 +152,19 @@ static void queue_remove(request *r)
 
 /* ---- requests ---- */
 
-static char *put_header(char *p, char lead, size_t v)
-{
-    char digits[24];
-    int n = 0;
-    *p++ = lead;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *p++ = digits[--n];
-    *p++ = '\r';
-    *p++ = '\n';
-    return p;
-}
-
-static size_t header_size(size_t v)
-{
-    size_t n = 4; /* lead, at least one digit, CR LF */
-    for (; v >= 10; v /= 10)
-        n++;
-    return n;
-}
-
-/* A request with its command formatted (RESP, as hiredis would), or NULL
- * if out of memory. */
+/* A request with its command formatted (RESP, by hiredis's own
+ * formatter), or NULL if out of memory. */
 static request *request_new(sl_redis_cluster *c, unsigned slot, int argc, const char **argv,
                             const size_t *argvlen, sl_redis_reply_fn fn, void *arg)
 {
-    size_t len = header_size((size_t)argc);
-    for (int i = 0; i < argc; i++) {
-        size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
-        len += header_size(n) + n + 2;
-    }
-    request *r = malloc(sizeof *r + len);
-    if (!r)
+    char *cmd = NULL;
+    long long len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
+    request *r = len > 0 ? malloc(sizeof *r) : NULL;
+    if (!r) {
+        redisFreeCommand(cmd);
         return NULL;
-    *r = (request){.c = c, .fn = fn, .arg = arg, .slot = slot, .len = len};
-    char *p = put_header(r->cmd, '*', (size_t)argc);
-    for (int i = 0; i < argc; i++) {
-        size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
-        p = put_header(p, '$', n);
-        memcpy(p, argv[i], n);
-        p += n;
-        *p++ = '\r';
-        *p++ = '\n';
     }
+    *r = (request){.c = c, .fn = fn, .arg = arg, .slot = slot, .len = (size_t)len, .cmd = cmd};
     return r;
 }
 
@@ -205,6 +173,7 @@ static void request_free(request *r)
     queue_remove(r);
     if (r->timer)
         event_free(r->timer);
+    redisFreeCommand(r->cmd);
     free(r);
 }
 
@@ -285,13 +254,17 @@ static node *pick(sl_redis_cluster *c, const request *r)
     if (r->asking)
         return r->at;
     if (r->slot == KEYLESS) {
-        /* The first connected primary, the same one while it stays so:
-         * the daemon's TIME probes then read one host's clock, not a
-         * different (NTP-close, not equal) one each time. */
+        /* The first ready primary, the same one while it stays
+         * connected: the daemon's TIME probes then read one host's
+         * clock, not a different (NTP-close, not equal) one each time.
+         * One reloading its scripts (NOSCRIPT) is still connected: the
+         * request waits for it there. */
+        if (c->keyless && sl_redis_conn_connected(c->keyless->conn))
+            return c->keyless;
         size_t count = c->map.primary_count;
         for (size_t i = 0; i < count; i++)
             if (c->nodes[i] && sl_redis_conn_ready(c->nodes[i]->conn))
-                return c->nodes[i];
+                return c->keyless = c->nodes[i];
         return count ? c->nodes[0] : NULL;
     }
     uint16_t owner = c->map.owner[r->slot];
@@ -363,13 +336,45 @@ static void route(request *r)
         finish(r, NULL);
 }
 
-/* The index of the primary a MOVED or ASK names, or -1 (not a primary of
- * the map, or not connectable: the refresh will tell). */
+/* The index of the primary a MOVED names, or -1 (not a primary of the
+ * map, or not connectable: the refresh will tell). */
 static int redirect_node(sl_redis_cluster *c, const request *r, const sl_cluster_redirect *to)
 {
     const char *host = to->host[0] ? to->host : r->at->target.host;
     int index = sl_cluster_map_find(&c->map, host, to->port);
     return index >= 0 && c->nodes[index] ? index : -1;
+}
+
+static node *node_new(sl_redis_cluster *c, const sl_cluster_node *addr);
+
+/* The node an ASK names: a primary of the map, or one outside it (an
+ * empty new primary importing its first slot), connected on demand
+ * (SPEC §8). NULL if none can be had (then back off, refresh). */
+static node *ask_node(sl_redis_cluster *c, const request *r, const sl_cluster_redirect *to)
+{
+    sl_cluster_node addr = {.port = to->port};
+    snprintf(addr.host, sizeof addr.host, "%s", to->host[0] ? to->host : r->at->target.host);
+    size_t i;
+    switch (sl_cluster_ask_target(&c->map, c->extra_addr, c->extra_count, addr.host, addr.port,
+                                  &i)) {
+    case SL_CLUSTER_ASK_MAP:
+        return c->nodes[i];
+    case SL_CLUSTER_ASK_EXTRA:
+        return c->extra[i];
+    case SL_CLUSTER_ASK_CONNECT:
+        i = c->extra_count;
+        c->extra[i] = node_new(c, &addr);
+        if (!c->extra[i])
+            return NULL;
+        c->extra_addr[i] = addr;
+        c->extra_count++;
+        SL_LOG(SL_LOG_INFO, "msg=\"redis cluster: ASK to a node outside the map, connecting\" "
+               "node=%s:%d", addr.host, addr.port);
+        return c->extra[i];
+    case SL_CLUSTER_ASK_REFUSE:
+        break;
+    }
+    return NULL;
 }
 
 /* Goes where a redirect points, at once the first few times; a chain
@@ -415,10 +420,10 @@ static void on_reply(redisReply *reply, void *arg)
         break;
     case SL_CLUSTER_REPLY_ASK:
         c->stats.ask++;
-        index = redirect_node(c, r, &to);
-        if (index >= 0) {
+        n = ask_node(c, r, &to);
+        if (n) {
             r->asking = true;
-            r->at = c->nodes[index];
+            r->at = n;
             waits = follow(r);
         } else {
             refresh_soon(c, 0);
@@ -473,7 +478,11 @@ static void on_node_ready(void *arg, bool ready)
     node *n = arg;
     sl_redis_cluster *c = n->c;
     if (!ready) {
-        /* Lost (or reloading its scripts): the map may have changed. */
+        /* Reloading its scripts (NOSCRIPT): the same node, soon ready
+         * again; what is sent there waits for it. */
+        if (sl_redis_conn_connected(n->conn))
+            return;
+        /* Lost: the map may have changed. */
         n->in_multi = false;
         const char *why = sl_redis_conn_error(n->conn);
         if (why[0])
@@ -483,7 +492,7 @@ static void on_node_ready(void *arg, bool ready)
     }
     if (!c->ready) {
         for (size_t i = 0; i < SCRIPT_COUNT; i++) {
-            const char *sha = sl_redis_conn_sha(n->conn, script_names[i]);
+            const char *sha = sl_redis_conn_sha(n->conn, sl_redis_conn_scripts[i]);
             snprintf(c->sha[i], sizeof c->sha[i], "%s", sha ? sha : "");
         }
         c->ready = true;
@@ -523,6 +532,16 @@ static void node_free(node *n)
 {
     if (!n)
         return;
+    /* A request backing off with an ASK to n must not go to n after it
+     * is freed: it goes to its slot's owner by the map then (which
+     * answers with the ASK again if the migration still runs). */
+    if (n->c->keyless == n)
+        n->c->keyless = NULL;
+    for (request *b = n->c->backoff.head; b; b = b->next)
+        if (b->at == n) {
+            b->asking = false;
+            b->at = NULL;
+        }
     request *r = n->waiting.head;
     n->waiting = (req_queue){0};
     sl_redis_conn_free(n->conn);
@@ -557,12 +576,19 @@ static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
         sl_cluster_map_clear(m);
         return;
     }
-    bool changed = m->primary_count != c->map.primary_count;
+    bool changed = sl_cluster_primaries_changed(&c->map, m);
     for (size_t i = 0; i < m->primary_count; i++) {
         int old = sl_cluster_map_find(&c->map, m->primaries[i].host, m->primaries[i].port);
+        size_t x;
         if (old >= 0 && c->nodes[old]) {
             nodes[i] = c->nodes[old];
             c->nodes[old] = NULL;
+        } else if (sl_cluster_ask_target(&c->map, c->extra_addr, c->extra_count,
+                                         m->primaries[i].host, m->primaries[i].port,
+                                         &x) == SL_CLUSTER_ASK_EXTRA && c->extra[x]) {
+            nodes[i] = c->extra[x]; /* an ASK target that is a primary now */
+            c->extra[x] = NULL;
+            changed = true;
         } else {
             nodes[i] = node_new(c, &m->primaries[i]);
             changed = true;
@@ -579,12 +605,19 @@ static void apply_map(sl_redis_cluster *c, sl_cluster_map *m)
     c->map = *m;
     c->nodes = nodes;
     c->stats.refreshes++;
+    c->map_news = changed || moved || old_count == 0;
     if (changed)
         SL_LOG(SL_LOG_INFO, "msg=\"redis cluster primaries changed\" primaries=%zu",
                c->map.primary_count);
     for (size_t i = 0; i < old_count; i++)
         node_free(old_nodes[i]);
     free(old_nodes);
+    node *extra[SL_CLUSTER_EXTRA_MAX];
+    size_t extra_count = c->extra_count;
+    memcpy(extra, c->extra, sizeof extra);
+    c->extra_count = 0;
+    for (size_t i = 0; i < extra_count; i++)
+        node_free(extra[i]); /* an ASK target the map does not name */
     if (changed && c->ready && c->on_nodes)
         c->on_nodes(c->arg);
 }
@@ -599,8 +632,10 @@ static bool any_primary_down(const sl_redis_cluster *c)
     return false;
 }
 
-static void arm_refresh(sl_redis_cluster *c, long delay_ms)
+/* Arms the next round in delay_ms; asked: for an asked-for refresh. */
+static void arm_refresh(sl_redis_cluster *c, long delay_ms, bool asked)
 {
+    c->next_round_asked = asked;
     struct timeval tv = {delay_ms / 1000, (delay_ms % 1000) * 1000};
     evtimer_add(c->refresh_timer, &tv);
 }
@@ -615,15 +650,16 @@ static void refresh_soon(sl_redis_cluster *c, long delay_ms)
         return;
     }
     struct timeval due, now;
-    if (delay_ms < REFRESH_MIN_MS)
-        delay_ms = REFRESH_MIN_MS;
+    delay_ms = sl_cluster_refresh_delay(delay_ms, c->gap_ms,
+                                        c->round_end_us ? (now_us() - c->round_end_us) / 1000
+                                                        : INT64_MAX);
     if (event_pending(c->refresh_timer, EV_TIMEOUT, &due)) {
         event_base_gettimeofday_cached(c->base, &now);
         long left_ms = (long)(due.tv_sec - now.tv_sec) * 1000 + (due.tv_usec - now.tv_usec) / 1000;
         if (left_ms <= delay_ms)
             return;
     }
-    arm_refresh(c, delay_ms);
+    arm_refresh(c, delay_ms, true);
 }
 
 static void probe_next(sl_redis_cluster *c);
@@ -687,11 +723,13 @@ static void on_probe_event(void *arg, bool up, const char *why)
         return;
     }
     c->probing = false;
-    c->retry_ms = REFRESH_RETRY_MIN_MS;
-    if (c->refresh_again)
-        arm_refresh(c, REFRESH_MIN_MS);
-    else
-        arm_refresh(c, any_primary_down(c) ? SL_CLUSTER_RECOVER_MS : SL_CLUSTER_REFRESH_MS);
+    c->gap_ms = sl_cluster_refresh_gap(
+        c->gap_ms, c->map_news ? SL_CLUSTER_ROUND_NEWS : SL_CLUSTER_ROUND_NO_NEWS, c->round_asked);
+    c->round_end_us = now_us();
+    long next = any_primary_down(c) ? SL_CLUSTER_RECOVER_MS : SL_CLUSTER_REFRESH_MS;
+    bool again = c->refresh_again && c->gap_ms < next;
+    /* asked for during the round: after the gap */
+    arm_refresh(c, again ? c->gap_ms : next, again);
     c->refresh_again = false;
 }
 
@@ -731,12 +769,13 @@ static void probe_next(sl_redis_cluster *c)
     /* the round failed: the CLI, waiting for ready or an error, stops */
     snprintf(c->error, sizeof c->error, "no node gave the slot map (last: %s)",
              c->probe_error[0] ? c->probe_error : "no address to ask");
+    c->gap_ms = sl_cluster_refresh_gap(c->gap_ms, SL_CLUSTER_ROUND_FAILED, c->round_asked);
+    c->round_end_us = now_us();
     SL_LOG(SL_LOG_WARNING, "msg=\"redis cluster: no node gave a slot map\" tried=%zu retry_ms=%ld",
-           total, c->retry_ms);
+           total, c->gap_ms);
     sl_counter_add(&c->metrics->errors, 1);
     c->probing = false;
-    arm_refresh(c, c->retry_ms);
-    c->retry_ms = c->retry_ms * 2 > REFRESH_RETRY_MAX_MS ? REFRESH_RETRY_MAX_MS : c->retry_ms * 2;
+    arm_refresh(c, c->gap_ms, false);
 }
 
 static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
@@ -748,6 +787,8 @@ static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
         return;
     c->probing = true;
     c->probe_done = false;
+    c->map_news = false;
+    c->round_asked = c->next_round_asked;
     c->refresh_again = false;
     c->probe_tried = 0;
     c->probe_error[0] = '\0';
@@ -771,7 +812,7 @@ sl_redis_cluster *sl_redis_cluster_new(struct event_base *base, const sl_redis_t
     c->on_ready = on_ready;
     c->on_nodes = on_nodes;
     c->arg = arg;
-    c->retry_ms = REFRESH_RETRY_MIN_MS;
+    c->gap_ms = SL_CLUSTER_REFRESH_MIN_MS;
     c->probe_start = (size_t)-1; /* the first round starts at the first seed */
     for (size_t s = 0; s < SL_CLUSTER_SLOTS; s++)
         c->map.owner[s] = SL_CLUSTER_NO_OWNER;
@@ -784,7 +825,7 @@ sl_redis_cluster *sl_redis_cluster_new(struct event_base *base, const sl_redis_t
         SL_LOG(SL_LOG_WARNING, "msg=\"redis_tls.verify is false: the Redis servers' certificates "
                                "are NOT checked, anyone on the path can read and change every "
                                "job\"");
-    arm_refresh(c, 0);
+    arm_refresh(c, 0, false);
     return c;
 }
 
@@ -799,6 +840,8 @@ void sl_redis_cluster_free(sl_redis_cluster *c)
     for (size_t i = 0; i < c->map.primary_count; i++)
         node_free(c->nodes[i]); /* closing: what waited gets NULL too */
     free(c->nodes);
+    for (size_t i = 0; i < c->extra_count; i++)
+        node_free(c->extra[i]);
     while (c->backoff.head)
         finish(c->backoff.head, NULL);
     sl_cluster_map_clear(&c->map);
@@ -825,7 +868,7 @@ const char *sl_redis_cluster_sha(const sl_redis_cluster *c, const char *name)
     if (!c->ready)
         return NULL;
     for (size_t i = 0; i < SCRIPT_COUNT; i++)
-        if (strcmp(script_names[i], name) == 0)
+        if (strcmp(sl_redis_conn_scripts[i], name) == 0)
             return c->sha[i][0] ? c->sha[i] : NULL;
     return NULL;
 }

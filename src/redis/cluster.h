@@ -11,7 +11,9 @@
  *   MOVED       the map's entry is updated, a full refresh is scheduled,
  *               the command goes to the new owner;
  *   ASK         ASKING and the command go to the named node, pipelined,
- *               the map unchanged;
+ *               the map unchanged; a node outside the map (an empty new
+ *               primary receiving its first slot) is connected on
+ *               demand, and closed at the next map that does not name it;
  *   TRYAGAIN, CLUSTERDOWN, a slot no one serves
  *               resent after a growing backoff (redis_errors.h's);
  *   NOSCRIPT    the node loads the scripts again, the command is resent
@@ -23,7 +25,7 @@
  * queued command resent elsewhere would run outside its transaction, so
  * the error goes to the caller as it came, and EXEC fails as a whole.
  * A redirect chain lasts at most SL_CLUSTER_CHAIN_MS from its first
- * redirect; past it the callback gets NULL, like a lost connection: every
+ * redirect (plus one reply's wait); past it the callback gets NULL, like a lost connection: every
  * caller already treats NULL as "did not complete, may have run" (a claim
  * is covered by its lease, an ack is resent), whereas an error reply
  * would read as the command's own failure. A NULL reply from a lost
@@ -33,7 +35,7 @@
  * (so sl_redis_cluster_sha answers). It stays true while the map is
  * refreshed; a command for a primary that is not connected (yet, or
  * during a failover) waits for it on that primary, at most
- * SL_CLUSTER_CHAIN_MS, rather than being refused: the daemon sends a
+ * SL_CLUSTER_CHAIN_MS (then NULL), rather than being refused: the daemon sends a
  * tenant's claim once and waits for its reply, and no on_ready would
  * tell it when one shard of many is back.
  *
@@ -60,9 +62,15 @@
 #include "redis/redis_callbacks.h"
 #include "redis/redis_conn.h"
 
-/* How long a redirect chain may last, from its first redirect: past a
- * cluster's own failover time (node timeout plus an election, a few
- * seconds) and short enough that a tenant's claim is soon tried again. */
+/* How long a redirect chain (or a wait for a primary) may last, from
+ * its first redirect: enough for a slot migration's ASK/TRYAGAIN/MOVED
+ * and a restart, short enough that a tenant's claim is soon tried again.
+ * It is NOT past a failover: Redis's default cluster-node-timeout is
+ * 15 s, plus an election; during one, callers get NULL after this and
+ * send again (a claim is covered by its lease, an ack is resent), so a
+ * longer wait would only hold a tenant's claim up. The bound a caller
+ * sees is this plus the node link's reply deadline (redis_conn.c's 5 s):
+ * a command sent just before the deadline waits for its reply. */
 #define SL_CLUSTER_CHAIN_MS 5000
 /* The slot map is asked again this often even when nothing moved: a new
  * shard is seen within this. */

@@ -61,14 +61,16 @@ static const char *read_node(const redisReply *r, const char *asked_host, sl_clu
     const redisReply *host = r->element[0], *port = r->element[1];
     if (port->type != REDIS_REPLY_INTEGER || port->integer < 1 || port->integer > 65535)
         return "its primary's port is not 1..65535";
-    if (host->type == REDIS_REPLY_NIL)
-        return "unknown";
-    if (host->type != REDIS_REPLY_STRING)
+    /* nil (cluster-preferred-endpoint-type unknown-endpoint) and "" both
+     * mean "the node you asked, at this port". */
+    bool asked = host->type == REDIS_REPLY_NIL;
+    if (!asked && host->type != REDIS_REPLY_STRING)
         return "its primary's host is not a string";
-    if (host->len == 1 && host->str[0] == '?')
+    if (!asked && host->len == 1 && host->str[0] == '?')
         return "unknown";
-    const char *name = host->len == 0 ? asked_host : host->str;
-    size_t len = host->len == 0 ? strlen(asked_host) : host->len;
+    asked = asked || host->len == 0;
+    const char *name = asked ? asked_host : host->str;
+    size_t len = asked ? strlen(asked_host) : host->len;
     if (len > SL_HOST_MAX || memchr(name, '\0', len))
         return "its primary's host is not a host name or address";
     memcpy(node->host, name, len);
@@ -215,4 +217,50 @@ bool sl_cluster_redirect_parse(const char *text, sl_cluster_redirect *out)
         return false;
     out->slot = slot;
     return true;
+}
+
+bool sl_cluster_primaries_changed(const sl_cluster_map *a, const sl_cluster_map *b)
+{
+    if (a->primary_count != b->primary_count)
+        return true;
+    for (size_t i = 0; i < a->primary_count; i++)
+        if (a->primaries[i].port != b->primaries[i].port ||
+            strcmp(a->primaries[i].host, b->primaries[i].host) != 0)
+            return true;
+    return false;
+}
+
+long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round, bool asked)
+{
+    if (round == SL_CLUSTER_ROUND_NEWS || (round == SL_CLUSTER_ROUND_NO_NEWS && !asked))
+        return SL_CLUSTER_REFRESH_MIN_MS;
+    long next = gap_ms < SL_CLUSTER_GAP_MIN_MS / 2 ? SL_CLUSTER_GAP_MIN_MS : gap_ms * 2;
+    return next > SL_CLUSTER_GAP_MAX_MS ? SL_CLUSTER_GAP_MAX_MS : next;
+}
+
+long sl_cluster_refresh_delay(long asked_ms, long gap_ms, int64_t since_round_ms)
+{
+    long delay = asked_ms > SL_CLUSTER_REFRESH_MIN_MS ? asked_ms : SL_CLUSTER_REFRESH_MIN_MS;
+    if (since_round_ms < 0)
+        since_round_ms = 0;
+    if (since_round_ms < gap_ms && gap_ms - since_round_ms > delay)
+        delay = (long)(gap_ms - since_round_ms);
+    return delay;
+}
+
+sl_cluster_ask_where sl_cluster_ask_target(const sl_cluster_map *m, const sl_cluster_node *extra,
+                                           size_t extra_count, const char *host, int port,
+                                           size_t *index)
+{
+    int found = sl_cluster_map_find(m, host, port);
+    if (found >= 0) {
+        *index = (size_t)found;
+        return SL_CLUSTER_ASK_MAP;
+    }
+    for (size_t i = 0; i < extra_count; i++)
+        if (extra[i].port == port && strcmp(extra[i].host, host) == 0) {
+            *index = i;
+            return SL_CLUSTER_ASK_EXTRA;
+        }
+    return extra_count < SL_CLUSTER_EXTRA_MAX ? SL_CLUSTER_ASK_CONNECT : SL_CLUSTER_ASK_REFUSE;
 }

@@ -42,8 +42,8 @@ typedef struct sl_cluster_map {
 } sl_cluster_map;
 
 /* Fills *out from a CLUSTER SLOTS reply that node asked_host answered (an
- * empty host in the reply means that node). A range whose primary has no
- * usable endpoint ("?", nil) is left without owner. False, with the
+ * empty or nil host in the reply means that node, at the port given). A
+ * range whose primary has no usable endpoint ("?") is left without owner. False, with the
  * reason in err ("range 2: start 9000 > end 10") and *out zeroed, for a
  * malformed reply, an error reply, overlapping ranges, or no range at
  * all; false with "out of memory" too. Free with sl_cluster_map_clear. */
@@ -82,5 +82,56 @@ typedef struct sl_cluster_redirect {
  * bare ("::1:7000") or bracketed ("[::1]:7000"); ":7000" leaves host
  * empty. False for anything else (a slot over 16383, a bad host or port). */
 bool sl_cluster_redirect_parse(const char *text, sl_cluster_redirect *out);
+
+/* An ASK may name a node that is not a primary of the map: an empty new
+ * primary receiving its first slot (the way a shard is added). The
+ * router connects to at most this many such nodes at once (a hostile
+ * node naming ever new addresses cannot make it open more). */
+#define SL_CLUSTER_EXTRA_MAX 4
+
+typedef enum sl_cluster_ask_where {
+    SL_CLUSTER_ASK_MAP,     /* a primary of the map: *index into m->primaries */
+    SL_CLUSTER_ASK_EXTRA,   /* a node already connected outside the map: *index into extra */
+    SL_CLUSTER_ASK_CONNECT, /* a node outside the map, room to connect to it */
+    SL_CLUSTER_ASK_REFUSE,  /* no room: back off and refresh the map */
+} sl_cluster_ask_where;
+
+/* Where an ASK to host:port goes, given the map m and the extra nodes
+ * (extra_count of them, at most SL_CLUSTER_EXTRA_MAX) already connected. */
+sl_cluster_ask_where sl_cluster_ask_target(const sl_cluster_map *m, const sl_cluster_node *extra,
+                                           size_t extra_count, const char *host, int port,
+                                           size_t *index);
+
+/* Whether b's primaries differ from a's in number, address or order: the
+ * index of a primary is what callers key their per-primary state by (a
+ * SCAN cursor), so a reorder is a change too. */
+bool sl_cluster_primaries_changed(const sl_cluster_map *a, const sl_cluster_map *b);
+
+/* Refreshes of the map asked for (MOVED, a slot no one serves, a lost
+ * node) start at least SL_CLUSTER_REFRESH_MIN_MS after being asked (a
+ * burst is one refresh) and at least a gap after the last round ended.
+ * The gap is the minimum after a round that brought news, or that no one
+ * asked for (the periodic one: a lost node right after it is looked for
+ * at once), and doubles (SL_CLUSTER_GAP_MIN_MS up to SL_CLUSTER_GAP_MAX_MS)
+ * after one that failed or was asked for and brought none: a slot no one
+ * serves, asked about by steady traffic, does not open a probe every
+ * 100 ms forever. */
+#define SL_CLUSTER_REFRESH_MIN_MS 100
+#define SL_CLUSTER_GAP_MIN_MS 250
+#define SL_CLUSTER_GAP_MAX_MS 5000
+
+typedef enum sl_cluster_round {
+    SL_CLUSTER_ROUND_NEWS,    /* a map that changed something */
+    SL_CLUSTER_ROUND_NO_NEWS, /* a map, the same as before */
+    SL_CLUSTER_ROUND_FAILED,  /* no address gave a map */
+} sl_cluster_round;
+
+/* The gap after a round that ended so (asked: armed by an asked-for
+ * refresh), from the gap before it. */
+long sl_cluster_refresh_gap(long gap_ms, sl_cluster_round round, bool asked);
+/* How long from now an asked-for refresh waits: asked_ms at least, the
+ * minimum, and what is left of gap_ms since the last round ended
+ * since_round_ms ago. */
+long sl_cluster_refresh_delay(long asked_ms, long gap_ms, int64_t since_round_ms);
 
 #endif

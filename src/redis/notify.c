@@ -73,42 +73,55 @@ static void schedule_reconnect(subscriber *s, long delay_ms)
     evtimer_add(s->reconnect_timer, &tv);
 }
 
+sl_notify_message sl_notify_message_read(const redisReply *reply, const char *channel_prefix,
+                                         const char *prefix, char *tenant, size_t size)
+{
+    if (reply->type == REDIS_REPLY_ERROR)
+        return SL_NOTIFY_REFUSED;
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
+        reply->element[0]->type != REDIS_REPLY_STRING)
+        return SL_NOTIFY_OTHER; /* not a message of the subscription (a hostile reply) */
+    const char *kind = reply->element[0]->str;
+    if (strcmp(kind, "psubscribe") == 0)
+        return SL_NOTIFY_SUBSCRIBED;
+    if (strcmp(kind, "pmessage") != 0 || reply->elements != 4)
+        return SL_NOTIFY_OTHER;
+    const redisReply *channel = reply->element[2], *event = reply->element[3];
+    if (channel->type != REDIS_REPLY_STRING || event->type != REDIS_REPLY_STRING)
+        return SL_NOTIFY_OTHER;
+    if (strstr(event->str, "push") == NULL && strcmp(event->str, "linsert") != 0)
+        return SL_NOTIFY_OTHER; /* lpush, rpush, lpushx, rpushx (LMOVE reports these too) */
+    size_t skip = strlen(channel_prefix);
+    if (channel->len <= skip || strncmp(channel->str, channel_prefix, skip) != 0)
+        return SL_NOTIFY_OTHER;
+    return sl_tenant_from_queue_key(channel->str + skip, channel->len - skip, prefix, tenant, size)
+               ? SL_NOTIFY_PUSH
+               : SL_NOTIFY_OTHER;
+}
+
 /* Every message of the subscription: ["pmessage", pattern, channel, event]. */
 static void on_message(redisReply *reply, void *arg)
 {
     subscriber *s = arg;
     if (!reply)
         return;
-    if (reply->type == REDIS_REPLY_ERROR) {
+    char tenant[256];
+    sl_notify_message what =
+        sl_notify_message_read(reply, s->channel_prefix, s->n->prefix, tenant, sizeof tenant);
+    if (what == SL_NOTIFY_REFUSED) {
         /* PSUBSCRIBE refused (an ACL without the channel, a server still
          * loading): without a subscription the connection is useless, so
          * drop it and look again later. */
         SL_LOG(SL_LOG_WARNING, "msg=\"notifications: PSUBSCRIBE failed, retrying later\" error=\"%s\"",
                reply->str);
         sl_redis_link_close(s->link, "PSUBSCRIBE failed");
-        return;
-    }
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
-        return;
-    const char *kind = reply->element[0]->str;
-    if (strcmp(kind, "psubscribe") == 0) {
+    } else if (what == SL_NOTIFY_SUBSCRIBED) {
         SL_LOG(SL_LOG_INFO, "msg=\"keyspace notifications on: idle tenants wake at once\"");
         s->backoff_ms = RECONNECT_MIN_MS;
         set_active(s, true);
-        return;
-    }
-    if (strcmp(kind, "pmessage") != 0 || reply->elements != 4)
-        return;
-    const redisReply *channel = reply->element[2], *event = reply->element[3];
-    if (strstr(event->str, "push") == NULL && strcmp(event->str, "linsert") != 0)
-        return; /* lpush, rpush, lpushx, rpushx (LMOVE reports these too) */
-    size_t skip = strlen(s->channel_prefix);
-    if (channel->len <= skip)
-        return;
-    char tenant[256];
-    if (sl_tenant_from_queue_key(channel->str + skip, channel->len - skip, s->n->prefix, tenant,
-                                 sizeof tenant))
+    } else if (what == SL_NOTIFY_PUSH) {
         s->n->on_push(s->n->arg, tenant);
+    }
 }
 
 static void subscribe(subscriber *s)
@@ -251,6 +264,8 @@ void sl_notify_nodes_changed(sl_notify *n)
     }
     for (size_t i = 0; i < count; i++) {
         const sl_redis_target *p = sl_redis_client_primary(n->client, i);
+        if (!p)
+            continue; /* a primary the cluster router could not make: polled */
         next[i] = find_subscriber(n, p);
         if (!next[i])
             next[i] = subscriber_new(n, p); /* NULL: never active, so polled */

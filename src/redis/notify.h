@@ -30,6 +30,18 @@ sl_notify *sl_notify_new(struct event_base *base, const sl_redis_client *client,
  * subscribes on the new ones, drops the subscribers of those gone, keeps
  * the others. */
 void sl_notify_nodes_changed(sl_notify *n);
+
+/* What a reply on the subscription says (read as hostile: any shape). */
+typedef enum sl_notify_message {
+    SL_NOTIFY_OTHER,      /* nothing for us */
+    SL_NOTIFY_REFUSED,    /* an error: PSUBSCRIBE refused */
+    SL_NOTIFY_SUBSCRIBED, /* PSUBSCRIBE confirmed */
+    SL_NOTIFY_PUSH,       /* a push to tenant's queue: tenant filled */
+} sl_notify_message;
+/* Reads reply (not NULL) of a subscription whose channels start with
+ * channel_prefix ("__keyspace@0__:"), for queues under prefix. */
+sl_notify_message sl_notify_message_read(const redisReply *reply, const char *channel_prefix,
+                                         const char *prefix, char *tenant, size_t size);
 /* Disconnects and frees. Not from one of its callbacks. */
 void sl_notify_free(sl_notify *n);
 

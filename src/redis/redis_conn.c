@@ -30,8 +30,8 @@
 static const sl_redis_link_timeouts link_timeouts = {
     .connect_ms = 5000, .handshake_ms = 5000, .reply_ms = 5000};
 
-static const char *const daemon_scripts[] = {"claim", "ack"};
-#define SCRIPT_COUNT (sizeof daemon_scripts / sizeof daemon_scripts[0])
+const char *const sl_redis_conn_scripts[SL_REDIS_CONN_SCRIPTS] = {"claim", "ack"};
+#define SCRIPT_COUNT ((size_t)SL_REDIS_CONN_SCRIPTS)
 
 /* The argument of a setup command's reply: which step, on which connection. */
 typedef struct setup_step {
@@ -178,7 +178,7 @@ static void on_script_loaded(redisReply *reply, void *arg)
             }
         } else if (reply) {
             SL_LOG(SL_LOG_ERROR, "msg=\"SCRIPT LOAD failed, reconnecting\" script=%s error=\"%s\"",
-                   daemon_scripts[load->index], reply->type == REDIS_REPLY_ERROR ? reply->str : "?");
+                   sl_redis_conn_scripts[load->index], reply->type == REDIS_REPLY_ERROR ? reply->str : "?");
             drop_refused(conn, "SCRIPT LOAD", reply);
         }
     }
@@ -191,7 +191,7 @@ void sl_redis_conn_reload_scripts(sl_redis_conn *conn)
     conn->scripts_loaded = 0;
     conn->script_generation++;
     for (size_t i = 0; i < SCRIPT_COUNT; i++) {
-        const sl_lua_script *script = sl_lua_script_find(daemon_scripts[i]);
+        const sl_lua_script *script = sl_lua_script_find(sl_redis_conn_scripts[i]);
         script_load *load = malloc(sizeof *load);
         if (load)
             *load = (script_load){conn, i, conn->script_generation};
@@ -476,12 +476,17 @@ bool sl_redis_conn_ready(const sl_redis_conn *conn)
     return conn->ready;
 }
 
+bool sl_redis_conn_connected(const sl_redis_conn *conn)
+{
+    return conn->link && conn->connected;
+}
+
 const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name)
 {
     if (!conn->ready)
         return NULL;
     for (size_t i = 0; i < SCRIPT_COUNT; i++)
-        if (strcmp(daemon_scripts[i], name) == 0)
+        if (strcmp(sl_redis_conn_scripts[i], name) == 0)
             return conn->sha[i][0] ? conn->sha[i] : NULL; /* "": never loaded (no_scripts) */
     return NULL;
 }

@@ -45,7 +45,15 @@ typedef struct sl_redis_conn_options {
 void sl_redis_conn_set_options(sl_redis_conn *conn, const sl_redis_conn_options *options);
 /* Disconnects (pending callbacks get NULL) and frees. Not from a callback. */
 void sl_redis_conn_free(sl_redis_conn *conn);
+/* The daemon scripts each connection loads (lua_scripts.h names), in
+ * this order: one list for the connection and the cluster router. */
+#define SL_REDIS_CONN_SCRIPTS 2
+extern const char *const sl_redis_conn_scripts[SL_REDIS_CONN_SCRIPTS];
+
 bool sl_redis_conn_ready(const sl_redis_conn *conn);
+/* Whether the link is up, ready or not (a script reload is not a lost
+ * connection). */
+bool sl_redis_conn_connected(const sl_redis_conn *conn);
 /* The SHA1 of the loaded daemon script `name` ("claim", "ack"), or NULL. */
 const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name);
 /* Sends a command; false (and no callback) if not connected. */

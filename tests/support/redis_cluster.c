@@ -389,9 +389,71 @@ bool rc_start(rc_cluster *c, char *err, size_t err_size)
     return true;
 }
 
+/* Whether node i's CLUSTER NODES has a line with `needle` whose flags do
+ * not say the handshake is still under way. */
+static bool knows(const rc_cluster *c, int i, const char *needle)
+{
+    redisReply *reply = ask(c, i, "CLUSTER NODES");
+    bool found = false;
+    if (reply && reply->type == REDIS_REPLY_STRING) {
+        const char *at = strstr(reply->str, needle);
+        char line[512] = "";
+        if (at) {
+            const char *end = strchr(at, '\n');
+            size_t len = end ? (size_t)(end - at) : strlen(at);
+            snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1),
+                     at);
+        }
+        found = at && !strstr(line, "handshake");
+    }
+    freeReplyObject(reply);
+    return found;
+}
+
+/* Whether the spare has learnt the whole cluster (cluster_state:ok):
+ * before that it answers CLUSTERDOWN even to an ASKed command. */
+static bool spare_ok(const rc_cluster *c)
+{
+    redisReply *reply = ask(c, RC_SPARE, "CLUSTER INFO");
+    bool ok = reply && reply->type == REDIS_REPLY_STRING && strstr(reply->str, "cluster_state:ok");
+    freeReplyObject(reply);
+    return ok;
+}
+
+bool rc_add_empty_primary(rc_cluster *c, int meet)
+{
+    rc_node *s = &c->nodes[RC_SPARE];
+    *s = (rc_node){.replica_of = -1, .primary = true};
+    for (int attempt = 0; attempt < 5 && s->pid <= 0; attempt++) {
+        s->port = free_node_port();
+        s->pid = spawn_node(c, s->port);
+        if (s->pid > 0 && !wait_ping(c, RC_SPARE)) {
+            process_stop(s->pid, SIGKILL, 1000);
+            s->pid = 0;
+        }
+    }
+    if (s->pid <= 0)
+        return false;
+    redisReply *id = ask(c, RC_SPARE, "CLUSTER MYID");
+    if (id && id->type == REDIS_REPLY_STRING)
+        snprintf(s->id, sizeof s->id, "%s", id->str);
+    freeReplyObject(id);
+    if (!s->id[0] || !ask_ok(c, meet, "CLUSTER MEET 127.0.0.1 %d", s->port))
+        return false;
+    char spare_addr[32], meet_addr[32];
+    snprintf(spare_addr, sizeof spare_addr, "127.0.0.1:%d@", s->port);
+    snprintf(meet_addr, sizeof meet_addr, "127.0.0.1:%d@", c->nodes[meet].port);
+    int64_t until = now_ms() + 10000;
+    while (!(knows(c, meet, spare_addr) && knows(c, RC_SPARE, meet_addr) &&
+             knows(c, meet, s->id) && spare_ok(c)) &&
+           now_ms() < until)
+        sleep_ms(50);
+    return now_ms() < until;
+}
+
 void rc_stop(rc_cluster *c)
 {
-    for (int i = 0; i < RC_NODES; i++) {
+    for (int i = 0; i <= RC_SPARE; i++) {
         if (c->nodes[i].pid > 0)
             process_stop(c->nodes[i].pid, SIGTERM, 5000);
         c->nodes[i].pid = 0;

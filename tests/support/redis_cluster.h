@@ -14,6 +14,9 @@
 #include <hiredis/hiredis.h>
 
 #define RC_NODES 6
+/* The index of an empty primary rc_add_empty_primary starts (not one of
+ * the RC_NODES: no slot, no replica, outside the loops over them). */
+#define RC_SPARE RC_NODES
 /* Small, so a failover takes a couple of seconds, not fifteen. */
 #define RC_NODE_TIMEOUT_MS 1500
 
@@ -27,13 +30,18 @@ typedef struct rc_node {
 
 typedef struct rc_cluster {
     char dir[64]; /* every node's files, removed by rc_stop */
-    rc_node nodes[RC_NODES];
+    rc_node nodes[RC_NODES + 1]; /* and the spare */
 } rc_cluster;
 
 /* Starts the 6 servers, joins them, and waits (bounded) until every node
  * says cluster_state:ok and every replica is in sync. False, with a
  * message in err, on failure (then nothing is left running). */
 bool rc_start(rc_cluster *c, char *err, size_t err_size);
+
+/* Starts an empty primary (RC_SPARE) and has node `meet` meet it; waits
+ * (bounded) until the two know each other, as a new shard is added
+ * before its first slot moves to it. False if it did not. */
+bool rc_add_empty_primary(rc_cluster *c, int meet);
 
 /* Stops every server by its PID and removes the directory. Safe to repeat. */
 void rc_stop(rc_cluster *c);
