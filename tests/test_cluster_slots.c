@@ -8,18 +8,7 @@
 #include <hiredis/hiredis.h>
 
 #include "redis/cluster_slots.h"
-
-/* The reply the RESP text resp makes (caller frees), or NULL. */
-static redisReply *resp(const char *text)
-{
-    redisReader *reader = redisReaderCreate();
-    cr_assert(reader);
-    cr_assert_eq(redisReaderFeed(reader, text, strlen(text)), REDIS_OK);
-    void *reply = NULL;
-    cr_assert_eq(redisReaderGetReply(reader, &reply), REDIS_OK);
-    redisReaderFree(reader);
-    return reply;
-}
+#include "resp_text.h"
 
 static redisReply error_reply(const char *text)
 {
@@ -84,7 +73,7 @@ Test(cluster_slots, a_key_with_nul_bytes_hashes_all_its_bytes)
 
 Test(cluster_slots, three_shards_make_a_map)
 {
-    redisReply *r = resp(THREE_SHARDS);
+    redisReply *r = resp_text_reply(THREE_SHARDS);
     sl_cluster_map m;
     char err[128] = "";
     cr_assert(sl_cluster_map_parse(r, "seed", &m, err, sizeof err), "%s", err);
@@ -106,7 +95,7 @@ Test(cluster_slots, three_shards_make_a_map)
 
 Test(cluster_slots, one_primary_with_several_ranges_is_one_primary)
 {
-    redisReply *r = resp("*2\r\n"
+    redisReply *r = resp_text_reply("*2\r\n"
                          "*3\r\n:0\r\n:9\r\n*2\r\n$1\r\nh\r\n:1\r\n"
                          "*3\r\n:20\r\n:29\r\n*2\r\n$1\r\nh\r\n:1\r\n");
     sl_cluster_map m;
@@ -121,7 +110,7 @@ Test(cluster_slots, one_primary_with_several_ranges_is_one_primary)
 
 Test(cluster_slots, an_empty_host_is_the_node_that_answered)
 {
-    redisReply *r = resp("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$0\r\n\r\n:7000\r\n");
+    redisReply *r = resp_text_reply("*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$0\r\n\r\n:7000\r\n");
     sl_cluster_map m;
     char err[128];
     cr_assert(sl_cluster_map_parse(r, "10.0.0.5", &m, err, sizeof err), "%s", err);
@@ -134,7 +123,7 @@ Test(cluster_slots, an_empty_host_is_the_node_that_answered)
  * meaning the node asked, at the port given. */
 Test(cluster_slots, a_nil_host_is_the_node_that_answered)
 {
-    redisReply *r = resp("*2\r\n"
+    redisReply *r = resp_text_reply("*2\r\n"
                          "*3\r\n:0\r\n:9\r\n*2\r\n$-1\r\n:7000\r\n"
                          "*3\r\n:10\r\n:16383\r\n*2\r\n$-1\r\n:7001\r\n");
     sl_cluster_map m;
@@ -153,7 +142,7 @@ Test(cluster_slots, a_nil_host_is_the_node_that_answered)
 
 Test(cluster_slots, an_unknown_endpoint_leaves_its_range_without_owner)
 {
-    redisReply *r = resp("*2\r\n"
+    redisReply *r = resp_text_reply("*2\r\n"
                          "*3\r\n:0\r\n:9\r\n*2\r\n$1\r\n?\r\n:7000\r\n"
                          "*3\r\n:10\r\n:16383\r\n*2\r\n$3\r\n::1\r\n:7001\r\n");
     sl_cluster_map m;
@@ -169,7 +158,7 @@ Test(cluster_slots, an_unknown_endpoint_leaves_its_range_without_owner)
 /* The map of a malformed reply is refused, with why. */
 static void refused(const char *text, const char *why)
 {
-    redisReply *r = resp(text);
+    redisReply *r = resp_text_reply(text);
     sl_cluster_map m;
     char err[160] = "";
     cr_assert_not(sl_cluster_map_parse(r, "seed", &m, err, sizeof err), "accepted %s", text);

@@ -11,6 +11,7 @@
 #include "redis/notify.h"
 #include "redis/redis_client.h"
 #include "redis_server.h"
+#include "resp_text.h"
 
 static rs_server server;
 
@@ -140,22 +141,9 @@ Test(notify, follows_the_client_over_a_unix_socket)
     follows_the_client(url);
 }
 
-/* The reply the RESP text makes (caller frees). */
-static redisReply *resp(const char *text)
-{
-    redisReader *reader = redisReaderCreate();
-    cr_assert(reader);
-    cr_assert_eq(redisReaderFeed(reader, text, strlen(text)), REDIS_OK);
-    void *reply = NULL;
-    cr_assert_eq(redisReaderGetReply(reader, &reply), REDIS_OK);
-    redisReaderFree(reader);
-    cr_assert_not_null(reply);
-    return reply;
-}
-
 static sl_notify_message read_text(const char *text, char *tenant, size_t size)
 {
-    redisReply *r = resp(text);
+    redisReply *r = resp_text_reply(text);
     sl_notify_message what = sl_notify_message_read(r, "__keyspace@0__:", "sluice", tenant, size);
     freeReplyObject(r);
     return what;

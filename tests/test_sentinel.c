@@ -5,23 +5,11 @@
 #include <string.h>
 
 #include "redis/sentinel.h"
-
-/* The reply that the protocol bytes resp make (caller frees). */
-static redisReply *reply_of(const char *resp)
-{
-    redisReader *reader = redisReaderCreate();
-    cr_assert_not_null(reader);
-    cr_assert_eq(redisReaderFeed(reader, resp, strlen(resp)), REDIS_OK);
-    void *reply = NULL;
-    cr_assert_eq(redisReaderGetReply(reader, &reply), REDIS_OK);
-    cr_assert_not_null(reply, "incomplete reply: %s", resp);
-    redisReaderFree(reader);
-    return reply;
-}
+#include "resp_text.h"
 
 static sl_sentinel_answer master_addr(const char *resp, sl_sentinel_addr *addr, char *err)
 {
-    redisReply *reply = reply_of(resp);
+    redisReply *reply = resp_text_reply(resp);
     sl_sentinel_answer answer = sl_sentinel_parse_master_addr(reply, addr, err, 256);
     freeReplyObject(reply);
     return answer;
@@ -100,7 +88,7 @@ Test(sentinel, master_addr_without_a_reply)
 
 static sl_sentinel_role role_of(const char *resp, char *err)
 {
-    redisReply *reply = reply_of(resp);
+    redisReply *reply = resp_text_reply(resp);
     sl_sentinel_role role = sl_sentinel_parse_role(reply, err, 256);
     freeReplyObject(reply);
     return role;
@@ -143,7 +131,7 @@ static sl_sentinel_switch switch_of(const char *channel, const char *payload, sl
     char resp[512];
     snprintf(resp, sizeof resp, "*3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
              strlen(channel), channel, strlen(payload), payload);
-    redisReply *reply = reply_of(resp);
+    redisReply *reply = resp_text_reply(resp);
     sl_sentinel_switch s = sl_sentinel_parse_switch(reply, "mymaster", to, err, 256);
     freeReplyObject(reply);
     return s;
@@ -175,7 +163,7 @@ Test(sentinel, switch_master_of_another_name_or_channel)
                  SL_SWITCH_OTHER);
     cr_assert_eq(switch_of("+sdown", "master mymaster 127.0.0.1 6379", &to, err), SL_SWITCH_OTHER);
     /* the confirmation of the subscription */
-    redisReply *confirm = reply_of("*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n");
+    redisReply *confirm = resp_text_reply("*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n");
     cr_assert_eq(sl_sentinel_parse_switch(confirm, "mymaster", &to, err, sizeof err),
                  SL_SWITCH_OTHER);
     freeReplyObject(confirm);
@@ -246,9 +234,9 @@ Test(sentinel, a_stale_sentinel_stops_being_asked_first)
 
 Test(sentinel, readonly_is_a_demoted_primary)
 {
-    redisReply *ro = reply_of("-READONLY You can't write against a read only replica.\r\n");
-    redisReply *other = reply_of("-READONLYX no\r\n");
-    redisReply *ok = reply_of("+OK\r\n");
+    redisReply *ro = resp_text_reply("-READONLY You can't write against a read only replica.\r\n");
+    redisReply *other = resp_text_reply("-READONLYX no\r\n");
+    redisReply *ok = resp_text_reply("+OK\r\n");
     cr_assert(sl_sentinel_reply_readonly(ro));
     cr_assert_not(sl_sentinel_reply_readonly(other));
     cr_assert_not(sl_sentinel_reply_readonly(ok));

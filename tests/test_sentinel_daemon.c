@@ -72,6 +72,17 @@ static bool wait_subscribed(int port, int timeout_ms)
     return subscribed;
 }
 
+/* sluice run with tenant acme (20/s) against the Redis at url. */
+static daemon_process run_acme(const char *url)
+{
+    static char config[128];
+    snprintf(config, sizeof config, "%s/sluice.json", dir);
+    config_file_write(config, url, CONFIG_DAEMON_MEMBERS,
+                      "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 20}}",
+                      sink.port);
+    return daemon_env_run(dir, config, NULL);
+}
+
 Test(sentinel_daemon, delivers_every_job_through_a_failover)
 {
     int first = group.nodes[0].port, second = group.nodes[1].port;
@@ -94,12 +105,7 @@ Test(sentinel_daemon, delivers_every_job_through_a_failover)
         freeReplyObject(r);
         redisFree(node);
     }
-    char config[128];
-    snprintf(config, sizeof config, "%s/sluice.json", dir);
-    config_file_write(config, group.url, CONFIG_DAEMON_MEMBERS,
-                      "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 20}}",
-                      sink.port);
-    daemon_process d = daemon_env_run(dir, config, NULL);
+    daemon_process d = run_acme(group.url);
     cr_assert(wait_subscribed(first, 10000), "no keyspace subscription on the primary");
     char needle[128];
     snprintf(needle, sizeof needle, "primary=127.0.0.1:%d", first);
@@ -163,12 +169,7 @@ Test(sentinel_daemon, an_unknown_name_is_said_and_retried_with_backoff)
     cr_assert(strstr(out, "no sentinel named the primary"), "%s", out);
 
     /* the daemon says so and keeps asking, after a growing wait */
-    char config[128];
-    snprintf(config, sizeof config, "%s/sluice.json", dir);
-    config_file_write(config, url, CONFIG_DAEMON_MEMBERS,
-                      "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 20}}",
-                      sink.port);
-    daemon_process d = daemon_env_run(dir, config, NULL);
+    daemon_process d = run_acme(url);
     cr_assert(daemon_env_wait_log(dir, "failures=3", 10000), "no growing backoff in the log");
     cr_assert(daemon_env_wait_log(dir, expected, 1000), "the log does not name the cause");
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
@@ -193,12 +194,7 @@ Test(sentinel_daemon, a_stale_address_is_refused_by_role)
              group.nodes[1].port);
     cr_assert(strstr(out, expected), "%s", out);
 
-    char config[128];
-    snprintf(config, sizeof config, "%s/sluice.json", dir);
-    config_file_write(config, url, CONFIG_DAEMON_MEMBERS,
-                      "{\"acme\": {\"endpoint\": \"http://127.0.0.1:%d/hook\", \"rate\": 20}}",
-                      sink.port);
-    daemon_process d = daemon_env_run(dir, config, NULL);
+    daemon_process d = run_acme(url);
     cr_assert(daemon_env_wait_log(dir, expected, 10000), "the log does not say why");
     cr_assert(daemon_env_wait_log(dir, "failures=3", 10000), "no growing backoff in the log");
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
