@@ -253,6 +253,19 @@ static bool send_formatted(sl_cli *cli, const char *key, bool to_primary, size_t
     return sent;
 }
 
+/* Formats a printf-like command (hiredis's syntax) and sends it as
+ * send_formatted does. */
+static bool send_vformat(sl_cli *cli, const char *key, bool to_primary, size_t primary,
+                         const char *format, va_list ap)
+{
+    char *cmd = NULL;
+    int len = redisvFormatCommand(&cmd, format, ap);
+    bool sent = send_formatted(cli, key, to_primary, primary, cmd, len);
+    if (len >= 0)
+        redisFreeCommand(cmd);
+    return sent;
+}
+
 static bool append_failed(const sl_cli *cli)
 {
     fprintf(stderr, "sluice %s: redis %s: cannot queue a command: %s\n", cli->command,
@@ -262,14 +275,10 @@ static bool append_failed(const sl_cli *cli)
 
 bool sl_cli_append(sl_cli *cli, const char *key, const char *format, ...)
 {
-    char *cmd = NULL;
     va_list ap;
     va_start(ap, format);
-    int len = redisvFormatCommand(&cmd, format, ap);
+    bool sent = send_vformat(cli, key, false, 0, format, ap);
     va_end(ap);
-    bool sent = send_formatted(cli, key, false, 0, cmd, len);
-    if (len >= 0)
-        redisFreeCommand(cmd);
     return sent || append_failed(cli);
 }
 
@@ -321,14 +330,10 @@ static redisReply *next_reply(sl_cli *cli)
 
 redisReply *sl_cli_command(sl_cli *cli, const char *key, const char *format, ...)
 {
-    char *cmd = NULL;
     va_list ap;
     va_start(ap, format);
-    int len = redisvFormatCommand(&cmd, format, ap);
+    bool sent = send_vformat(cli, key, false, 0, format, ap);
     va_end(ap);
-    bool sent = send_formatted(cli, key, false, 0, cmd, len);
-    if (len >= 0)
-        redisFreeCommand(cmd);
     return sent ? next_reply(cli) : NULL;
 }
 
@@ -339,14 +344,10 @@ size_t sl_cli_primary_count(const sl_cli *cli)
 
 redisReply *sl_cli_command_to(sl_cli *cli, size_t primary, const char *format, ...)
 {
-    char *cmd = NULL;
     va_list ap;
     va_start(ap, format);
-    int len = redisvFormatCommand(&cmd, format, ap);
+    bool sent = send_vformat(cli, NULL, true, primary, format, ap);
     va_end(ap);
-    bool sent = send_formatted(cli, NULL, true, primary, cmd, len);
-    if (len >= 0)
-        redisFreeCommand(cmd);
     return sent ? next_reply(cli) : NULL;
 }
 
