@@ -267,12 +267,16 @@ local function seen_note(checkpoints, queue_len)
   return kept
 end
 
--- When the job dequeued k-th from the head (k from 0) was first seen.
+-- When the job dequeued k-th from the head (k from 0) was first seen. A
+-- claim asks in increasing k, so the search goes on from its last answer.
+local seen_next = 1 -- the first checkpoint that may have n > k
 local function seen_at(checkpoints, k)
-  for i = 1, #checkpoints do
-    if checkpoints[i].n > k then return checkpoints[i].t end
+  local c = checkpoints[seen_next]
+  while c and c.n <= k do
+    seen_next = seen_next + 1
+    c = checkpoints[seen_next]
   end
-  return now -- not reached: this claim's checkpoint covers the whole queue
+  return c and c.t or now -- (now: not reached, this claim's checkpoint covers the whole queue)
 end
 
 -- Stores the checkpoints once `taken` jobs left the head of the queue,
@@ -343,7 +347,10 @@ end
 -- The queue from its head: queue_read[k + 1] is the job dequeued k-th (k
 -- from 0); read_count of them are read, queue_taken dequeued. Nothing is
 -- trimmed before write_batch, so indexes from the head hold still.
-local queue_read, read_count = {}, 0
+-- queue_dated[k + 1] is true when that job may carry a deadline: it came
+-- in a chunk whose bytes mention one (one search per chunk, not per job;
+-- job_deadline_us then looks at each of its jobs).
+local queue_read, read_count, queue_dated = {}, 0, {}
 
 -- The job at the head of the queue (reading a chunk if needed), or nil.
 local function queue_head()
@@ -351,10 +358,13 @@ local function queue_head()
     if read_count >= queue_len then return nil end
     local n = chunk_size(math.max(batch - claimed, 1))
     local chunk = redis.call('LRANGE', K_QUEUE, -(read_count + n), -(read_count + 1))
+    local dated = envelope and string.find(table.concat(chunk), '"deadline"', 1, true) ~= nil
     for i = #chunk, 1, -1 do -- the list's right end is its head
+      local job = chunk[i]
       read_count = read_count + 1
-      queue_read[read_count] = chunk[i]
-      largest_read = math.max(largest_read, #chunk[i])
+      queue_read[read_count] = job
+      if dated then queue_dated[read_count] = true end
+      if #job > largest_read then largest_read = #job end
     end
     if #chunk == 0 then return nil end
   end
@@ -398,19 +408,23 @@ end
 
 -- ---- One candidate's trip: next candidate, judge at the slot, commit or reject ----
 --
--- A candidate is {job, id (nil for a new job), attempts, first_seen, due}.
+-- The candidate in hand lives in these locals, not in a table per job:
+-- its job, id (nil for a new job), attempts, first_seen and due time.
 -- A pass that cannot go on returns a stop, {reason, at}, and the claim
 -- ends there; claim_again_at, below, turns it into next_us.
+-- c_dated: the job may carry a deadline (see queue_dated).
+local c_job, c_id, c_attempts, c_first_seen, c_due, c_dated
 
--- A due retry as a candidate, or nil when it is dropped: its record is
--- gone (acked elsewhere) or this version cannot read it (dead-lettered whole).
+-- Takes a due retry as the candidate: true, or false when it is dropped:
+-- its record is gone (acked elsewhere) or this version cannot read it
+-- (dead-lettered whole).
 local function retry_candidate(retry)
   local id = retry.id
   local record = retry_record(retry)
   if not record then -- nothing to deliver
     retry_removed[#retry_removed + 1] = id
     retry_next = retry_next + 1
-    return nil
+    return false
   end
   local attempts, first_seen, job = job_record_decode(record)
   if not job then -- not written by this version's scripts: kept whole, not delivered
@@ -418,36 +432,42 @@ local function retry_candidate(retry)
     retry_next = retry_next + 1
     jobs_deleted[#jobs_deleted + 1] = id
     dead_letter(record, 'bad_record', 0, now, 'claim record is not "attempts:first_seen:job"', id)
-    return nil
+    return false
   end
-  return {job = job, id = id, attempts = attempts, first_seen = first_seen, due = retry.due}
+  c_job, c_id, c_attempts, c_first_seen, c_due, c_dated = job, id, attempts, first_seen, retry.due, true
+  return true
 end
 
--- The next candidate: a retry due within the lookahead first (retries are
--- claimed before new jobs), else the head of the queue. Returns the
--- candidate; nil when a retry was dropped (look again); or nil and the
--- stop 'drained' when there is none, at the first retry's due time.
+-- Takes the next candidate: a retry due within the lookahead first
+-- (retries are claimed before new jobs), else the head of the queue.
+-- Returns true; false when a retry was dropped (look again); or false and
+-- the stop 'drained' when there is none, at the first retry's due time.
 local function next_candidate()
   local retry = retry_head()
   local retry_due = retry and retry.due
   if retry_due and retry_due <= horizon then return retry_candidate(retry) end
   local job = queue_head()
-  if not job then return nil, {reason = 'drained', at = retry_due} end
-  return {job = job, attempts = 0, first_seen = seen_at(seen, queue_taken), due = now}
+  if not job then return false, {reason = 'drained', at = retry_due} end
+  c_job, c_id, c_attempts, c_first_seen, c_due = job, nil, 0, seen_at(seen, queue_taken), now
+  c_dated = queue_dated[queue_taken + 1]
+  return true
 end
 
-local NO_LIMIT_STATES = {} -- judge_limits without limits: read, never written
+-- What judge found for a candidate it would claim, for commit: the
+-- schedule and each limit's state after the job (pending_states[i] for
+-- limits[i], overwritten by every judge).
+local pending_next_free, pending_frac = 0, 0
+local pending_states = {}
 
--- Every limit must pass at the slot; none commits unless all do. Returns
--- the limits' states were the job claimed, the name of the first denying
--- limit that dead-letters (nil: none), and when every denying limit that
--- delays would pass (nil: none denied).
+-- Every limit must pass at the slot; none commits unless all do. Fills
+-- pending_states with the limits' states were the job claimed; returns
+-- the name of the first denying limit that dead-letters (nil: none), and
+-- when every denying limit that delays would pass (nil: none denied).
 local function judge_limits(slot)
-  if #limits == 0 then return NO_LIMIT_STATES, nil, nil end
-  local states, denied_by, delay_until = {}, nil, nil
+  local denied_by, delay_until = nil, nil
   for i, limit in ipairs(limits) do
     local ok, _, wait, new_state = limit.algorithm.decide(limit.state, limit.first, limit.second, slot)
-    states[i] = new_state
+    pending_states[i] = new_state
     if ok == 0 then
       if limit.delay then
         delay_until = math.max(delay_until or 0, slot + wait)
@@ -456,38 +476,43 @@ local function judge_limits(slot)
       end
     end
   end
-  return states, denied_by, delay_until
+  return denied_by, delay_until
 end
 
--- The candidate judged at its slot on the schedule. Returns a verdict
--- {kind = 'claim' | 'too_large' | 'expired' | 'limit', slot, ...} (an
--- oversize job is judged before the schedule: it has no slot), or nil and a stop:
--- 'full' (the schedule is at capacity, until a job fits), 'beyond' (the
--- slot is past the lookahead) or 'held' (a delaying limit denied: the
--- queue waits, in order, until it would pass).
-local function judge(c)
-  if #c.job > max_job_bytes then return {kind = 'too_large'} end
-  local arrival = math.max(now, c.due)
-  local allowed, _, wait_us, new_shape = shaping_decide(shape, schedule_capacity, rate_milli, arrival)
+-- The candidate judged at its slot on the schedule. Returns its verdict,
+-- 'claim' | 'too_large' | 'expired' | 'limit', with its slot (an oversize
+-- job is judged before the schedule: it has no slot) and for 'limit' the
+-- denying limit's name; or nil and a stop: 'full' (the schedule is at
+-- capacity, until a job fits), 'beyond' (the slot is past the lookahead)
+-- or 'held' (a delaying limit denied: the queue waits, in order, until it
+-- would pass).
+local function judge()
+  if #c_job > max_job_bytes then return 'too_large' end
+  local arrival = c_due > now and c_due or now
+  local allowed, wait_us, next_free, frac = shaping_step(shape.next_free, shape.frac,
+    schedule_capacity, rate_milli, arrival)
   if allowed == 0 then return nil, {reason = 'full', at = now + wait_us} end
   local slot = arrival + wait_us
   if slot > horizon then return nil, {reason = 'beyond', at = slot} end
 
-  local deadline = job_deadline_us(c.job)
-  if (deadline and slot > deadline) or (max_wait_us > 0 and slot - c.first_seen > max_wait_us) then
-    return {kind = 'expired', slot = slot}
+  local deadline = c_dated and job_deadline_us(c_job)
+  if (deadline and slot > deadline) or (max_wait_us > 0 and slot - c_first_seen > max_wait_us) then
+    return 'expired', slot
   end
-  local limit_states, denied_by, delay_until = judge_limits(slot)
-  if denied_by then return {kind = 'limit', slot = slot, denied_by = denied_by} end
-  if delay_until then return nil, {reason = 'held', at = delay_until} end
-  return {kind = 'claim', slot = slot, shape = new_shape, limit_states = limit_states}
+  if limit_count > 0 then
+    local denied_by, delay_until = judge_limits(slot)
+    if denied_by then return 'limit', slot, denied_by end
+    if delay_until then return nil, {reason = 'held', at = delay_until} end
+  end
+  pending_next_free, pending_frac = next_free, frac
+  return 'claim', slot
 end
 
 -- Takes the judged candidate off the retry set or the queue (written
 -- by write_batch: ZREM, LTRIM).
-local function dequeue(c)
-  if c.id then
-    retry_removed[#retry_removed + 1] = c.id
+local function dequeue()
+  if c_id then
+    retry_removed[#retry_removed + 1] = c_id
     retry_next = retry_next + 1
   else
     queue_read[queue_taken + 1] = nil
@@ -498,52 +523,52 @@ end
 -- The record of a new job before the job's bytes, by first_seen: the
 -- jobs of one claim share a few first_seen times, so each is encoded once.
 local record_heads = {}
+local jobs_set_n, inflight_n = 0, 0 -- #jobs_set, #inflight_added
 
 -- Claims the candidate at its slot: the schedule and every limit advance,
 -- a new job gets its id and record, and the job is leased until slot + lease_us.
-local function commit(c, verdict)
-  shape, shape_changed = verdict.shape, true
-  for i = 1, #limits do
+local function commit(slot)
+  shape.next_free, shape.frac, shape_changed = pending_next_free, pending_frac, true
+  for i = 1, limit_count do
     local limit = limits[i]
-    limit.state = verdict.limit_states[i]
+    limit.state = pending_states[i]
     if limit.algorithm.store_each then
       limit.algorithm.store(limit.key, limit.state, limit.first, limit.second)
     else
       limit.changed = true
     end
   end
-  local id = c.id
+  local id = c_id
   if not id then -- a new job: attempts 0
     id = id_prefix .. string.format('%x', claimed)
-    local head = record_heads[c.first_seen]
+    local head = record_heads[c_first_seen]
     if not head then
-      head = job_record_encode(0, c.first_seen, '')
-      record_heads[c.first_seen] = head
+      head = job_record_encode(0, c_first_seen, '')
+      record_heads[c_first_seen] = head
     end
-    jobs_set[#jobs_set + 1] = id
-    jobs_set[#jobs_set + 1] = head .. c.job
+    jobs_set[jobs_set_n + 1], jobs_set[jobs_set_n + 2] = id, head .. c_job
+    jobs_set_n = jobs_set_n + 2
   end
-  local lease = verdict.slot + lease_us
-  inflight_added[#inflight_added + 1] = fmt(lease)
-  inflight_added[#inflight_added + 1] = id
+  local lease = slot + lease_us
+  inflight_added[inflight_n + 1], inflight_added[inflight_n + 2] = fmt(lease), id
+  inflight_n = inflight_n + 2
   local at = REPLY_HEADER + 6 * claimed
-  reply[at + 1], reply[at + 2], reply[at + 3] = id, verdict.slot, lease
-  reply[at + 4], reply[at + 5], reply[at + 6] = c.attempts, c.first_seen, c.job
+  reply[at + 1], reply[at + 2], reply[at + 3] = id, slot, lease
+  reply[at + 4], reply[at + 5], reply[at + 6] = c_attempts, c_first_seen, c_job
   claimed = claimed + 1
 end
 
 -- Dead-letters the candidate: over max_job_bytes, expired before its
 -- slot, or denied by a limit that dead-letters. It consumes no slot and no limit.
-local function reject(c, verdict)
-  if c.id then jobs_deleted[#jobs_deleted + 1] = c.id end
-  if verdict.kind == 'too_large' then
-    dead_letter(c.job, 'too_large', c.attempts, c.first_seen,
-      string.format('job: %d bytes, over the limit of %d', #c.job, max_job_bytes), c.id)
-  elseif verdict.kind == 'expired' then
-    dead_letter(c.job, 'expired', c.attempts, c.first_seen, 'deadline passed before the departure slot', c.id)
+local function reject(kind, denied_by)
+  if c_id then jobs_deleted[#jobs_deleted + 1] = c_id end
+  if kind == 'too_large' then
+    dead_letter(c_job, 'too_large', c_attempts, c_first_seen,
+      string.format('job: %d bytes, over the limit of %d', #c_job, max_job_bytes), c_id)
+  elseif kind == 'expired' then
+    dead_letter(c_job, 'expired', c_attempts, c_first_seen, 'deadline passed before the departure slot', c_id)
   else
-    dead_letter(c.job, 'limit:' .. verdict.denied_by, c.attempts, c.first_seen,
-      'denied by limit ' .. verdict.denied_by, c.id)
+    dead_letter(c_job, 'limit:' .. denied_by, c_attempts, c_first_seen, 'denied by limit ' .. denied_by, c_id)
   end
 end
 
@@ -555,18 +580,18 @@ local function claim_batch()
   for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
     if claimed >= batch then return {reason = 'batch'} end
     if bytes >= REPLY_MAX_BYTES then return {reason = 'bytes'} end
-    local candidate, drained = next_candidate()
+    local got, drained = next_candidate()
     if drained then return drained end
-    if candidate then
-      local verdict, stop = judge(candidate)
-      if stop then return stop end
+    if got then
+      local kind, slot, denied_by = judge()
+      if not kind then return slot end -- a stop
       -- A job that would take the reply past the bound waits, unless it is the first.
-      if verdict.kind ~= 'too_large' and bytes > 0 and bytes + #candidate.job > REPLY_MAX_BYTES then
+      if kind ~= 'too_large' and bytes > 0 and bytes + #c_job > REPLY_MAX_BYTES then
         return {reason = 'bytes'}
       end
-      bytes = bytes + #candidate.job
-      dequeue(candidate)
-      if verdict.kind == 'claim' then commit(candidate, verdict) else reject(candidate, verdict) end
+      bytes = bytes + #c_job
+      dequeue()
+      if kind == 'claim' then commit(slot) else reject(kind, denied_by) end
     end
   end
   return {reason = 'bound'}

@@ -35,24 +35,36 @@ local function ceildiv(a, b)
   return math.floor((a + b - 1) / b)
 end
 
--- Admission decision: pure, no Redis calls. state = {next_free, frac}
--- (zeros when absent). Returns allowed, remaining, wait_us, new state.
-local function shaping_decide(state, capacity, rate_milli, now)
-  local next_free, frac = state.next_free, state.frac
+-- Admission decision on plain numbers: pure, no Redis calls, no table
+-- (claim.lua runs it once per job). next_free, frac: the schedule (zeros
+-- when absent). Returns allowed, wait_us, and when allowed the new
+-- next_free and frac and the level before the job (see below).
+local function shaping_step(next_free, frac, capacity, rate_milli, now)
   if frac >= rate_milli then frac = rate_milli - 1 end -- the rate changed
   if next_free <= now then next_free, frac = now, 0 end -- idle: restart at now
   -- Accept while level + 1 <= capacity, level = ((next_free - now) * R - frac) / JOB;
-  -- compared as a backlog in us so nothing is multiplied past 2^53.
-  local max_backlog = math.floor((capacity * JOB - JOB + frac) / rate_milli)
-  if next_free - now > max_backlog then
-    return 0, 0, next_free - now - max_backlog, nil
+  -- compared as a backlog in us so nothing is multiplied past 2^53. (An
+  -- integer exceeds x exactly when it exceeds floor(x): the floor is taken
+  -- only for the wait.)
+  local backlog_max = (capacity * JOB - JOB + frac) / rate_milli
+  if next_free - now > backlog_max then
+    return 0, next_free - now - math.floor(backlog_max)
   end
-  local level = (next_free - now) * rate_milli - frac
   local rest = JOB - frac
   local step = ceildiv(rest, rate_milli)
-  local new_state = {next_free = next_free + step, frac = step * rate_milli - rest}
+  return 1, next_free - now, next_free + step, step * rate_milli - rest,
+    (next_free - now) * rate_milli - frac
+end
+
+-- shaping_step on a state table {next_free, frac}: returns allowed,
+-- remaining (jobs that would still fit), wait_us, new state (nil when not
+-- allowed).
+local function shaping_decide(state, capacity, rate_milli, now)
+  local allowed, wait_us, next_free, frac, level = shaping_step(state.next_free, state.frac,
+    capacity, rate_milli, now)
+  if allowed == 0 then return 0, 0, wait_us, nil end
   local remaining = math.floor((capacity * JOB - level - JOB) / JOB)
-  return 1, remaining, next_free - now, new_state
+  return 1, remaining, wait_us, {next_free = next_free, frac = frac}
 end
 
 -- A 429/503 pause (ack.lua): no slot before until_us, so the schedule
