@@ -16,6 +16,8 @@ ARGV  1 tenant, then ops, each a name and its fields:
                                               dead-letter (attempted: 1 if an
                                               HTTP attempt was made, counted)
         pause   delay_us                      no slot before now + delay_us
+        now     now_us                        the batch's time, us (default:
+                                              Redis TIME; tests pass one)
         adaptive used ok limited timeouts errors_5xx min_milli max_milli
                 decrease_permille increase_milli cooldown_us on_timeout on_5xx
                 start_rate_milli now_us
@@ -40,13 +42,30 @@ integer arithmetic line by line (tests/test_adaptive_lua.c drives both).
 Each change LPUSHes an event (the settings' JSON shape) to KEYS[7],
 trimmed to 100.
 
+Which leases are checked: a lease that lies ahead of the batch's now
+cannot have been taken by anyone else. Only claim.lua takes a lease from
+its holder, and only once it passed (its reaper moves leases with score
+<= its now to `retry`); the holder gives it up only by its own op. So a
+done op whose lease lies ahead is trusted: its job goes without a check,
+and ZREM's count says how many of them still held their job (the rest
+are stale: acked already, or named twice). The ops whose lease passed are
+checked against the lease the job holds (ZMSCORE). The caveat: should
+Redis's clock step back between a reaping claim and an ack, a worker whose
+lease was reaped could ack past the check: its done forgets the job
+another worker holds now, which delivers it anyway. At worst a duplicate
+delivery, never a loss. (A holder that names one lease in two outcomes, a
+retry then a done, would find the done applied likewise; the daemon sends
+one outcome per delivery.)
+
 Cost: the ops are read first (an unknown or short op fails the batch
-before anything is written); the leases of the whole batch are then
-checked with one ZMSCORE, and the records of the retry and dead ops read
-with one HMGET (done and release need none); the ops are then applied in order in Lua, and
-their writes go out as one ZREM, HDEL, HSET, ZADD and LPUSH each. An op
-that takes a job removes its lease, so a later op of the batch on the same
-job finds none, as it would one call at a time.
+before anything is written). The usual batch, done ops only, then costs a
+ZREM and an HDEL of its jobs (and a ZMSCORE of those whose lease passed).
+Any other batch checks the leases of all its jobs with one ZMSCORE and
+reads the records of the retry and dead ops with one HMGET (done and
+release need none); its ops are then applied in order in Lua, and their
+writes go out as one ZREM, HDEL, HSET, ZADD and LPUSH each. An op that
+takes a job removes its lease, so a later op of the batch on the same job
+finds none, as it would one call at a time.
 ]]
 
 -- sluice:include shaping
@@ -57,7 +76,7 @@ local K_INFLIGHT, K_JOBS, K_RETRY, K_DLQ, K_SHAPE = KEYS[1], KEYS[2], KEYS[3], K
 local tenant = ARGV[1]
 local BATCH_ARGS = 4000 -- arguments per variadic call: even (pairs), far below Lua's unpack limit
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2]) -- (a now op replaces it)
 local function fmt(n) return string.format('%d', n) end
 
 -- `command key args...` in calls of at most BATCH_ARGS arguments (none
@@ -76,92 +95,131 @@ local function redis_batch(command, key, args)
   return replies
 end
 
-local WIDTH = {done = 3, retry = 5, release = 4, dead = 7, pause = 2, adaptive = 15} -- an op's arguments, its name included
-local NO_JOB = {pause = true, adaptive = true} -- ops that name no job
+-- redis_batch of a command that answers a count (ZREM): the counts summed.
+local function redis_count(command, key, args)
+  local count = 0
+  for first = 1, #args, BATCH_ARGS do
+    count = count + redis.call(command, key, unpack(args, first, math.min(first + BATCH_ARGS - 1, #args)))
+  end
+  return count
+end
 
--- The ops' positions in ARGV, in order, and the ids of those on a job:
--- op k names ids[job_of[k]] (job_of[k] false: a pause).
-local ops, job_of, ids = {}, {}, {}
-local i = 2
-while i <= #ARGV do
-  local width = WIDTH[ARGV[i]]
-  if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(ARGV[i])) end
-  if not ARGV[i + width - 1] then return redis.error_reply('ERR ack: op ' .. ARGV[i] .. ' lacks fields') end
-  ops[#ops + 1] = i
-  if NO_JOB[ARGV[i]] then
-    job_of[#ops] = false
+local WIDTH = {done = 3, retry = 5, release = 4, dead = 7, pause = 2, adaptive = 15, now = 2} -- an op's arguments, its name included
+local NO_JOB = {pause = true, adaptive = true, now = true} -- ops that name no job
+
+-- The ops' positions in ARGV, in order: those on a job (job_ops) and the
+-- others (pause, adaptive); only_done: every op on a job is a done. A now
+-- op sets the batch's time.
+local job_ops, other_ops, only_done = {}, {}, true
+local i, argc = 2, #ARGV
+while i <= argc do
+  local op = ARGV[i]
+  local width = WIDTH[op]
+  if not width then return redis.error_reply('ERR ack: unknown op ' .. tostring(op)) end
+  if not ARGV[i + width - 1] then return redis.error_reply('ERR ack: op ' .. op .. ' lacks fields') end
+  if op == 'now' then
+    now = tonumber(ARGV[i + 1])
+    if not now or now <= 0 then return redis.error_reply('ERR ack: now_us must be a positive integer') end
+  elseif NO_JOB[op] then
+    other_ops[#other_ops + 1] = i
   else
-    ids[#ids + 1] = ARGV[i + 1]
-    job_of[#ops] = #ids
+    job_ops[#job_ops + 1] = i
+    only_done = only_done and op == 'done'
   end
   i = i + width
 end
 
--- Which ops present the lease their job holds (by ZMSCORE: the score
--- reads as the same digits unless Redis wrote it another way, then as
--- numbers), and the records of those that read their job back (one
--- HMGET): record_of[k] indexes records for op k, 0 when the op holds the
--- lease but needs no record (done forgets the job, release moves its id:
--- reading the job's bytes for them would cost a copy per delivered job),
--- false when its lease is not held.
-local NEEDS_RECORD = {retry = true, dead = true}
-local scores = redis_batch('ZMSCORE', K_INFLIGHT, ids)
-local record_of, wanted = {}, {}
-for k = 1, #ops do
-  local j, lease = job_of[k], ARGV[ops[k] + 2]
-  local score = j and scores[j]
-  if not (score and (score == lease or tonumber(score) == tonumber(lease))) then
-    record_of[k] = false
-  elseif NEEDS_RECORD[ARGV[ops[k]]] then
-    wanted[#wanted + 1] = ids[j]
-    record_of[k] = #wanted
-  else
-    record_of[k] = 0
-  end
-end
-local records = redis_batch('HMGET', K_JOBS, wanted)
-
--- What the batch writes, gathered and written once at its end.
-local inflight_removed, jobs_deleted, jobs_set, retry_added, dlq_records = {}, {}, {}, {}, {}
-local taken = {} -- ids whose lease an earlier op of the batch removed
-
--- The record of op k's job if the op holds its lease (true for an op that
--- reads no record), else nil; the lease is gone once taken. A record this
--- version cannot read stays leased: when the lease expires, claim.lua
--- dead-letters it whole.
-local function take(k, id)
-  local at = record_of[k]
-  if not at or taken[id] then return nil end
-  local record = true
-  if at > 0 then
-    record = records[at]
-    if record and not job_record_valid(record) then return nil end
-  end
-  inflight_removed[#inflight_removed + 1] = id
-  taken[id] = true
-  return record or nil
+-- Whether a score read by ZMSCORE is the lease an op presents: the same
+-- digits, unless Redis wrote the score another way, then as numbers.
+local function same_lease(score, lease)
+  return score and (score == lease or tonumber(score) == tonumber(lease))
 end
 
-local applied, stale = 0, 0
-local adaptive -- the adaptive ops' summed counts and the last one's position
-for k = 1, #ops do
-  local at = ops[k]
-  local op = ARGV[at]
-  if op == 'adaptive' then
-    adaptive = adaptive or {used = 0, ok = 0, limited = 0, timeouts = 0, errors_5xx = 0}
-    adaptive.used = adaptive.used + tonumber(ARGV[at + 1])
-    adaptive.ok = adaptive.ok + tonumber(ARGV[at + 2])
-    adaptive.limited = adaptive.limited + tonumber(ARGV[at + 3])
-    adaptive.timeouts = adaptive.timeouts + tonumber(ARGV[at + 4])
-    adaptive.errors_5xx = adaptive.errors_5xx + tonumber(ARGV[at + 5])
-    adaptive.at = at
-  elseif op == 'pause' then
-    -- No slot before the pause ends: the schedule restarts there.
-    local paused = shaping_pause(shaping_load(K_SHAPE), now + tonumber(ARGV[at + 1]))
-    if paused then shaping_store(K_SHAPE, paused) end
-    applied = applied + 1
-  else
-    local id = ARGV[at + 1]
+-- ---- The usual batch: done ops only (see the header) ----
+
+-- Applies a batch whose ops on jobs are all done: a lease that lies ahead
+-- of now is trusted, the others are checked (one ZMSCORE); the jobs go
+-- with one ZREM and one HDEL, and ZREM's count is the ops that applied.
+-- Returns applied, stale.
+local function apply_done_ops()
+  local gone, passed, passed_leases = {}, {}, {} -- gone: the ids to forget
+  for k = 1, #job_ops do
+    local at = job_ops[k]
+    local lease = ARGV[at + 2]
+    if tonumber(lease) > now then
+      gone[#gone + 1] = ARGV[at + 1]
+    else
+      passed[#passed + 1], passed_leases[#passed_leases + 1] = ARGV[at + 1], lease
+    end
+  end
+  if #passed > 0 then
+    local scores = redis_batch('ZMSCORE', K_INFLIGHT, passed)
+    for j = 1, #passed do
+      if same_lease(scores[j], passed_leases[j]) then gone[#gone + 1] = passed[j] end
+    end
+  end
+  if #gone == 0 then return 0, #job_ops end
+  -- An id twice in the batch is removed once: the second op is stale, as
+  -- it would be one call at a time.
+  local removed = redis_count('ZREM', K_INFLIGHT, gone)
+  redis_batch('HDEL', K_JOBS, gone)
+  return removed, #job_ops - removed
+end
+
+-- ---- Any other batch: every lease checked, the ops applied in order ----
+
+-- Applies the ops on jobs of a batch that holds a retry, release or dead.
+-- Returns applied, stale.
+local function apply_job_ops()
+  -- Which ops present the lease their job holds (one ZMSCORE), and the
+  -- records of those that read their job back (one HMGET): record_of[k]
+  -- indexes records for op k, 0 when the op holds the lease but needs no
+  -- record (done forgets the job, release moves its id: reading the job's
+  -- bytes for them would cost a copy per delivered job), false when its
+  -- lease is not held.
+  local ids = {}
+  for k = 1, #job_ops do ids[k] = ARGV[job_ops[k] + 1] end
+  local NEEDS_RECORD = {retry = true, dead = true}
+  local scores = redis_batch('ZMSCORE', K_INFLIGHT, ids)
+  local record_of, wanted = {}, {}
+  for k = 1, #job_ops do
+    local at = job_ops[k]
+    if not same_lease(scores[k], ARGV[at + 2]) then
+      record_of[k] = false
+    elseif NEEDS_RECORD[ARGV[at]] then
+      wanted[#wanted + 1] = ids[k]
+      record_of[k] = #wanted
+    else
+      record_of[k] = 0
+    end
+  end
+  local records = redis_batch('HMGET', K_JOBS, wanted)
+
+  -- What the batch writes, gathered and written once at its end.
+  local inflight_removed, jobs_deleted, jobs_set, retry_added, dlq_records = {}, {}, {}, {}, {}
+  local taken = {} -- ids whose lease an earlier op of the batch removed
+
+  -- The record of op k's job if the op holds its lease (true for an op that
+  -- reads no record), else nil; the lease is gone once taken. A record this
+  -- version cannot read stays leased: when the lease expires, claim.lua
+  -- dead-letters it whole.
+  local function take(k, id)
+    local at = record_of[k]
+    if not at or taken[id] then return nil end
+    local record = true
+    if at > 0 then
+      record = records[at]
+      if record and not job_record_valid(record) then return nil end
+    end
+    inflight_removed[#inflight_removed + 1] = id
+    taken[id] = true
+    return record or nil
+  end
+
+  local applied, stale = 0, 0
+  for k = 1, #job_ops do
+    local at = job_ops[k]
+    local op, id = ARGV[at], ids[k]
     local record = take(k, id)
     if not record then
       stale = stale + 1
@@ -185,13 +243,39 @@ for k = 1, #ops do
     end
     if record then applied = applied + 1 end
   end
+
+  redis_batch('ZREM', K_INFLIGHT, inflight_removed)
+  redis_batch('HDEL', K_JOBS, jobs_deleted)
+  redis_batch('HSET', K_JOBS, jobs_set)
+  redis_batch('ZADD', K_RETRY, retry_added)
+  redis_batch('LPUSH', K_DLQ, dlq_records)
+  return applied, stale
 end
 
-redis_batch('ZREM', K_INFLIGHT, inflight_removed)
-redis_batch('HDEL', K_JOBS, jobs_deleted)
-redis_batch('HSET', K_JOBS, jobs_set)
-redis_batch('ZADD', K_RETRY, retry_added)
-redis_batch('LPUSH', K_DLQ, dlq_records)
+local applied, stale = 0, 0
+if #job_ops > 0 then
+  if only_done then applied, stale = apply_done_ops() else applied, stale = apply_job_ops() end
+end
+
+-- ---- pause and adaptive: ops on no job ----
+
+local adaptive -- the adaptive ops' summed counts and the last one's position
+for k = 1, #other_ops do
+  local at = other_ops[k]
+  if ARGV[at] == 'adaptive' then
+    adaptive = adaptive or {used = 0, ok = 0, limited = 0, timeouts = 0, errors_5xx = 0}
+    adaptive.used = adaptive.used + tonumber(ARGV[at + 1])
+    adaptive.ok = adaptive.ok + tonumber(ARGV[at + 2])
+    adaptive.limited = adaptive.limited + tonumber(ARGV[at + 3])
+    adaptive.timeouts = adaptive.timeouts + tonumber(ARGV[at + 4])
+    adaptive.errors_5xx = adaptive.errors_5xx + tonumber(ARGV[at + 5])
+    adaptive.at = at
+  else -- pause: no slot before the pause ends, the schedule restarts there
+    local paused = shaping_pause(shaping_load(K_SHAPE), now + tonumber(ARGV[at + 1]))
+    if paused then shaping_store(K_SHAPE, paused) end
+    applied = applied + 1
+  end
+end
 
 -- ---- the adaptive rate: src/job/adaptive.c's twin, change both ----
 

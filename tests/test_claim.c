@@ -219,13 +219,78 @@ Test(claim, acks_done_retry_dead_and_stale_leases)
     cr_assert_str_eq(r->job[0], "{\"id\":\"b\"}");
     cr_assert_gt(r->first_seen[1], c->first_seen[1], "the new job is first seen now");
     cr_assert_str_eq(r->job[1], "{\"id\":\"new\"}");
-    /* an ack with the old lease no longer applies */
+    /* an ack with the old lease, once that lease passed, no longer applies
+     * (one ahead is trusted: see the next test) */
     sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_now(&args, c->lease[1]);
     sl_ack_done(&args, c->id[1], c->lease[1] - 1);
     send_ack();
     cr_assert_eq(count("ZCARD %s", keys.inflight), 2);
     free(c);
     free(r);
+}
+
+/* Sends the ack batch in args; returns its applied count, stale in *stale. */
+static long long send_ack_counted(long long *stale)
+{
+    const char **argv = sl_argv_finish(&args);
+    redisReply *reply = redisCommandArgv(fx.conn, (int)args.count, argv, args.lengths);
+    cr_assert(reply && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 2, "ack failed: %s",
+              reply && reply->str ? reply->str : "no reply");
+    long long applied = reply->element[0]->integer;
+    *stale = reply->element[1]->integer;
+    freeReplyObject(reply);
+    return applied;
+}
+
+/* A done whose lease lies ahead is applied without reading the lease back
+ * (nobody else can hold it before it passes): ZREM's count still tells a
+ * job acked twice. One whose lease passed is checked: it applies while the
+ * job still holds that lease, not once a claim reaped and leased it again. */
+Test(claim, done_trusts_a_lease_ahead_and_checks_one_that_passed)
+{
+    for (int i = 0; i < 3; i++)
+        push("{}");
+    sl_claim_params p = params(1000000, SEC, 10);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 3);
+    long long stale;
+
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_done(&args, c->id[0], c->lease[0]);
+    sl_ack_done(&args, c->id[0], c->lease[0]); /* twice: the second is stale */
+    cr_assert_eq(send_ack_counted(&stale), 1, "applied");
+    cr_assert_eq(stale, 1);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_done(&args, c->id[0], c->lease[0]); /* acked already */
+    cr_assert_eq(send_ack_counted(&stale), 0, "applied");
+    cr_assert_eq(stale, 1);
+
+    /* past both leases, not reaped: the held one applies, a wrong one not */
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_now(&args, c->lease[2] + 1);
+    sl_ack_done(&args, c->id[1], c->lease[1] - 1);
+    sl_ack_done(&args, c->id[2], c->lease[2]);
+    cr_assert_eq(send_ack_counted(&stale), 1, "applied");
+    cr_assert_eq(stale, 1);
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 1);
+    cr_assert_eq(count("HLEN %s", keys.jobs), 1);
+
+    /* reaped and leased again: the old holder's done is stale */
+    p.now_us = c->lease[1] + 1;
+    claimed *again = claim(&p);
+    cr_assert_eq(again->result.reaped, 1);
+    cr_assert_eq(again->result.job_count, 1);
+    cr_assert_str_eq(again->id[0], c->id[1]);
+    sl_ack_start(&args, ack_sha, &keys, "acme");
+    sl_ack_now(&args, c->lease[1] + 2);
+    sl_ack_done(&args, c->id[1], c->lease[1]);
+    cr_assert_eq(send_ack_counted(&stale), 0, "applied");
+    cr_assert_eq(stale, 1);
+    cr_assert_eq(count("ZCARD %s", keys.inflight), 1, "the new holder keeps its lease");
+    cr_assert_eq(count("HLEN %s", keys.jobs), 1);
+    free(c);
+    free(again);
 }
 
 Test(claim, expired_leases_are_reclaimed_with_their_record)

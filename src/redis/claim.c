@@ -221,6 +221,12 @@ void sl_ack_pause(sl_argv *a, int64_t delay_us)
     sl_argv_add_int(a, delay_us);
 }
 
+void sl_ack_now(sl_argv *a, int64_t now_us)
+{
+    sl_argv_add_str(a, "now");
+    sl_argv_add_int(a, now_us);
+}
+
 void sl_ack_adaptive(sl_argv *a, const sl_adaptive_batch *b, const sl_adaptive_params *p,
                      int64_t start_rate_milli, int64_t now_us)
 {

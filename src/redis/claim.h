@@ -112,6 +112,8 @@ void sl_ack_release(sl_argv *a, const char *id, int64_t lease, int64_t order_us)
 void sl_ack_dead(sl_argv *a, const char *id, int64_t lease, const char *reason, int http_status,
                  bool attempted, const char *error);
 void sl_ack_pause(sl_argv *a, int64_t delay_us);
+/* The batch's time, us (> 0), instead of Redis's TIME: for tests. */
+void sl_ack_now(sl_argv *a, int64_t now_us);
 /* The batch's outcomes for the adaptive rate (job/adaptive.h): ack.lua
  * steps the rate in the settings hash by them, p's parameters, the file's
  * start_rate_milli when it has none yet, at now_us (0: Redis's TIME). */
