@@ -572,6 +572,44 @@ local function reject(kind, denied_by)
   end
 end
 
+-- Whether no retry is due within the lookahead any more in this claim:
+-- the retry set, read by rank (due order), holds none before the horizon.
+local function no_retry_in_reach()
+  local retry = retries[retry_next]
+  if retry then return retry.due > horizon end
+  return retries_all
+end
+
+-- The usual pass, written out: new jobs from the head of the queue while
+-- no retry is in reach and the tenant has no limits. It is claim_batch's
+-- loop with next_candidate, judge, dequeue and commit inlined for a job
+-- that is plain: due now, no deadline mentioned in its chunk (see
+-- queue_dated), no larger than max_job_bytes, and fitting the reply's
+-- byte bound. It takes no table and few calls per job, and returns at
+-- the first job it cannot claim so plainly (or any stop): claim_batch
+-- then judges that one as any other.
+local function claim_plain_run()
+  while claimed < batch and bytes < REPLY_MAX_BYTES do
+    local k = queue_taken + 1
+    if k > read_count and not queue_head() then return end
+    local job = queue_read[k]
+    local size = #job
+    if queue_dated[k] or size > max_job_bytes or (bytes > 0 and bytes + size > REPLY_MAX_BYTES) then return end
+    local allowed, wait_us, next_free, frac = shaping_step(shape.next_free, shape.frac,
+      schedule_capacity, rate_milli, now)
+    local slot = now + wait_us
+    if allowed == 0 or slot > horizon then return end
+    local first_seen = seen_at(seen, queue_taken)
+    if max_wait_us > 0 and slot - first_seen > max_wait_us then return end
+    c_job, c_id, c_attempts, c_first_seen = job, nil, 0, first_seen
+    pending_next_free, pending_frac = next_free, frac
+    bytes = bytes + size
+    queue_read[k] = nil
+    queue_taken = k
+    commit(slot)
+  end
+end
+
 -- Claims up to `batch` jobs, in order, and up to REPLY_MAX_BYTES of them
 -- (what the claim read, dead letters included, so an oversize job ends it
 -- too); returns the stop that ended the claim.
@@ -580,6 +618,11 @@ local function claim_batch()
   for _ = 1, batch * 4 do -- bounded: dead letters do not count against the batch
     if claimed >= batch then return {reason = 'batch'} end
     if bytes >= REPLY_MAX_BYTES then return {reason = 'bytes'} end
+    if limit_count == 0 and no_retry_in_reach() then
+      claim_plain_run()
+      if claimed >= batch then return {reason = 'batch'} end
+      if bytes >= REPLY_MAX_BYTES then return {reason = 'bytes'} end
+    end
     local got, drained = next_candidate()
     if drained then return drained end
     if got then
