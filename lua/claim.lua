@@ -234,15 +234,17 @@ end
 
 -- ---- When queued jobs were first seen (max_wait_us; see the header) ----
 
--- The checkpoints as stored, a list of {n, t}, and the field's text
--- (false when absent).
-local function seen_load()
-  local text = redis.call('HGET', K_SHAPE, 'seen')
-  local checkpoints = {}
+-- The shape hash in one read: the schedule, as shaping_load reads it
+-- ({next_free, frac}, zeros when absent), the checkpoints as stored (a
+-- list of {n, t}) and the field `seen`'s text (false when absent).
+local function shape_load()
+  local stored = redis.call('HMGET', K_SHAPE, 'next_free', 'frac', 'seen')
+  local schedule = {next_free = tonumber(stored[1]) or 0, frac = tonumber(stored[2]) or 0}
+  local text, checkpoints = stored[3], {}
   for n, at in string.gmatch(text or '', '(%d+):(%d+)') do
     checkpoints[#checkpoints + 1] = {n = tonumber(n), t = tonumber(at)}
   end
-  return checkpoints, text
+  return schedule, checkpoints, text
 end
 
 -- The checkpoints once this claim, at now, saw queue_len jobs queued. None
@@ -279,24 +281,37 @@ local function seen_at(checkpoints, k)
   return c and c.t or now -- (now: not reached, this claim's checkpoint covers the whole queue)
 end
 
--- Stores the checkpoints once `taken` jobs left the head of the queue,
--- writing only what changed. While any are left the shape hash must not
--- expire (shaping_store, when the schedule was stored, set an expiry);
--- when none are, it expires as the schedule (next_free) would. (A pause
--- in ack.lua sets an expiry too: if no claim comes before it, the
--- checkpoints are lost and the queue is seen afresh, later.)
-local function seen_store(checkpoints, taken, stored_text, schedule_stored, next_free)
+-- Writes the shape hash once `taken` jobs left the head of the queue: the
+-- schedule when it changed (as shaping_store writes it) and the
+-- checkpoints left, in one HSET, and only what changed. While any
+-- checkpoint is left the hash must not expire, so an expiry that may be
+-- there goes (PERSIST): one set when `seen` was not, or one a pause in
+-- ack.lua set (shaping_store) on a schedule this claim moved on. (If no
+-- claim moves the schedule before that expiry, the checkpoints are lost
+-- and the queue is seen afresh, later.) With none left the hash expires
+-- as the schedule (next_free) would.
+local function shape_store(schedule, schedule_changed, checkpoints, taken, stored_text)
   local left = {}
   for _, c in ipairs(checkpoints) do
     if c.n > taken then left[#left + 1] = fmt(c.n - taken) .. ':' .. fmt(c.t) end
   end
   local text = table.concat(left, ',')
+  local fields = {}
+  if schedule_changed then
+    fields = {'next_free', fmt(schedule.next_free), 'frac', fmt(schedule.frac)}
+  end
+  if #left > 0 and text ~= stored_text then
+    fields[#fields + 1] = 'seen'
+    fields[#fields + 1] = text
+  end
+  if #fields > 0 then redis.call('HSET', K_SHAPE, unpack(fields)) end
   if #left > 0 then
-    if text ~= stored_text then redis.call('HSET', K_SHAPE, 'seen', text) end
-    if schedule_stored or not stored_text then redis.call('PERSIST', K_SHAPE) end
-  elseif stored_text then
-    redis.call('HDEL', K_SHAPE, 'seen')
-    redis.call('PEXPIREAT', K_SHAPE, fmt(ceildiv(next_free, 1000)))
+    if schedule_changed or not stored_text then redis.call('PERSIST', K_SHAPE) end
+    return
+  end
+  if stored_text then redis.call('HDEL', K_SHAPE, 'seen') end
+  if stored_text or schedule_changed then
+    redis.call('PEXPIREAT', K_SHAPE, fmt(ceildiv(schedule.next_free, 1000)))
   end
 end
 
@@ -313,11 +328,10 @@ end
 local reaped = reap_expired_leases()
 local queue_len = redis.call('LLEN', K_QUEUE)
 if overflow_dead_letter then queue_len = drop_overflow(queue_len) end
-local seen_stored, seen_text = seen_load()
+local shape, seen_stored, seen_text = shape_load()
 local seen = seen_note(seen_stored, queue_len)
 local queue_taken = 0 -- jobs dequeued from the head by this claim
 
-local shape = shaping_load(K_SHAPE)
 local shape_changed = false
 local schedule_capacity = overflow_dead_letter and capacity or 9000000
 for _, limit in ipairs(limits) do limit.state = limit.algorithm.load(limit.key) end
@@ -673,8 +687,7 @@ end
 
 local next_us = claim_again_at(claim_batch())
 write_batch()
-if shape_changed then shaping_store(K_SHAPE, shape) end
-seen_store(seen, queue_taken, seen_text, shape_changed, shape.next_free)
+shape_store(shape, shape_changed, seen, queue_taken, seen_text)
 
 reply[1], reply[2], reply[3] = now, next_us, queue_len - queue_taken
 reply[4], reply[5], reply[6] = reaped, dead_lettered, dead_reasons
