@@ -269,8 +269,9 @@ local function seen_note(checkpoints, queue_len)
   return kept
 end
 
--- When the job dequeued k-th from the head (k from 0) was first seen. A
--- claim asks in increasing k, so the search goes on from its last answer.
+-- When the job dequeued k-th from the head (k from 0) was first seen, and
+-- up to which k (excluded) that answer holds. A claim asks in increasing
+-- k, so the search goes on from its last answer.
 local seen_next = 1 -- the first checkpoint that may have n > k
 local function seen_at(checkpoints, k)
   local c = checkpoints[seen_next]
@@ -278,7 +279,8 @@ local function seen_at(checkpoints, k)
     seen_next = seen_next + 1
     c = checkpoints[seen_next]
   end
-  return c and c.t or now -- (now: not reached, this claim's checkpoint covers the whole queue)
+  if c then return c.t, c.n end
+  return now, math.huge -- not reached: this claim's checkpoint covers the whole queue
 end
 
 -- Writes the shape hash once `taken` jobs left the head of the queue: the
@@ -462,7 +464,7 @@ local function next_candidate()
   if retry_due and retry_due <= horizon then return retry_candidate(retry) end
   local job = queue_head()
   if not job then return false, {reason = 'drained', at = retry_due} end
-  c_job, c_id, c_attempts, c_first_seen, c_due = job, nil, 0, seen_at(seen, queue_taken), now
+  c_job, c_id, c_attempts, c_first_seen, c_due = job, nil, 0, (seen_at(seen, queue_taken)), now
   c_dated = queue_dated[queue_taken + 1]
   return true
 end
@@ -602,18 +604,34 @@ end
 -- byte bound. It takes no table and few calls per job, and returns at
 -- the first job it cannot claim so plainly (or any stop): claim_batch
 -- then judges that one as any other.
+--
+-- The schedule: when one interval (1/rate) is a whole number of us and
+-- the schedule holds no fraction, shaping_step comes down to this: the
+-- slot is max(now, next_free), next_free advances by the interval, frac
+-- stays 0, and the bucket is full past (capacity - 1) intervals of
+-- backlog. Other rates take shaping_step itself.
+local whole_interval = JOB % rate_milli == 0 and JOB / rate_milli or nil
 local function claim_plain_run()
+  local first_seen, seen_until = now, -1 -- seen_at's answer, and up to which job it holds
   while claimed < batch and bytes < REPLY_MAX_BYTES do
     local k = queue_taken + 1
     if k > read_count and not queue_head() then return end
     local job = queue_read[k]
     local size = #job
     if queue_dated[k] or size > max_job_bytes or (bytes > 0 and bytes + size > REPLY_MAX_BYTES) then return end
-    local allowed, wait_us, next_free, frac = shaping_step(shape.next_free, shape.frac,
-      schedule_capacity, rate_milli, now)
+    local allowed, wait_us, next_free, frac
+    if whole_interval and shape.frac == 0 then
+      next_free = shape.next_free > now and shape.next_free or now
+      allowed, wait_us = 1, next_free - now
+      if wait_us > (schedule_capacity - 1) * whole_interval then allowed = 0 end
+      next_free, frac = next_free + whole_interval, 0
+    else
+      allowed, wait_us, next_free, frac = shaping_step(shape.next_free, shape.frac,
+        schedule_capacity, rate_milli, now)
+    end
     local slot = now + wait_us
     if allowed == 0 or slot > horizon then return end
-    local first_seen = seen_at(seen, queue_taken)
+    if queue_taken >= seen_until then first_seen, seen_until = seen_at(seen, queue_taken) end
     if max_wait_us > 0 and slot - first_seen > max_wait_us then return end
     c_job, c_id, c_attempts, c_first_seen = job, nil, 0, first_seen
     pending_next_free, pending_frac = next_free, frac

@@ -544,6 +544,52 @@ Test(claim, overflow_dead_letters_the_newest_excess)
     free(c);
 }
 
+/* The schedule's capacity (overflow dead-letter) stops a claim where the
+ * shaping model says the bucket is full, in claim.lua's plain run too: at
+ * a whole interval (1/s, the run's own arithmetic) and at one that is not
+ * (3/s). */
+Test(claim, a_full_schedule_stops_the_claim_where_the_model_does)
+{
+    const int64_t now = INT64_C(4102444800000000); /* 2100: nothing expires meanwhile */
+    const int64_t rates[] = {1000, 3000};
+    for (int r = 0; r < 2; r++) {
+        freeReplyObject(redisCommand(fx.conn, "DEL %s %s %s %s", keys.queue, keys.shape,
+                                     keys.inflight, keys.jobs));
+        sl_claim_params p = params(rates[r], 10 * SEC, 10);
+        p.capacity = 3;
+        p.overflow_dead_letter = true;
+        p.raw = true;
+        p.now_us = now;
+        sl_shaping_state model = {0};
+        const sl_bucket_params bucket = {3, rates[r]};
+        for (int i = 0; i < 3; i++)
+            push("x");
+        claimed *c = claim(&p);
+        cr_assert_eq(c->result.job_count, 3, "rate %" PRId64, rates[r]);
+        for (int i = 0; i < 3; i++) {
+            sl_verdict v = sl_shaping_admit(&model, &bucket, now);
+            cr_assert(v.allowed);
+            cr_assert_eq(c->slot[i], now + v.wait_us, "rate %" PRId64 " job %d", rates[r], i);
+        }
+        /* at the second slot the bucket holds the third job and 2 queued:
+         * the first fits, the second finds the schedule full */
+        p.now_us = c->slot[1];
+        push("x");
+        push("x");
+        claimed *full = claim(&p);
+        sl_verdict v = sl_shaping_admit(&model, &bucket, p.now_us);
+        cr_assert(v.allowed);
+        cr_assert_eq(full->result.job_count, 1, "rate %" PRId64, rates[r]);
+        cr_assert_eq(full->slot[0], p.now_us + v.wait_us, "rate %" PRId64, rates[r]);
+        v = sl_shaping_admit(&model, &bucket, p.now_us);
+        cr_assert_not(v.allowed);
+        cr_assert_eq(full->result.dead_lettered, 0);
+        cr_assert_eq(full->result.next_us, p.now_us + v.wait_us, "rate %" PRId64 ": full", rates[r]);
+        free(c);
+        free(full);
+    }
+}
+
 Test(claim, overflow_wait_never_drops)
 {
     for (int i = 0; i < 10; i++)
