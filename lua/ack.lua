@@ -51,11 +51,12 @@ and ZREM's count says how many of them still held their job (the rest
 are stale: acked already, or named twice). The ops whose lease passed are
 checked against the lease the job holds (ZMSCORE). The caveat: should
 Redis's clock step back between a reaping claim and an ack, a worker whose
-lease was reaped could ack past the check: its done forgets the job
-another worker holds now, which delivers it anyway. At worst a duplicate
-delivery, never a loss. (A holder that names one lease in two outcomes, a
-retry then a done, would find the done applied likewise; the daemon sends
-one outcome per delivery.)
+lease was reaped could ack past the check: its done (it delivered the
+job) forgets the job another worker holds now, which delivers it anyway.
+At worst a duplicate delivery, never a loss. (A holder that names one
+lease in two batches' outcomes, a retry then a done, would find the done
+applied likewise; the daemon sends one outcome per delivery, and a batch
+sent again holds the same ops.)
 
 Cost: the ops are read first (an unknown or short op fails the batch
 before anything is written). The usual batch, done ops only, then costs a

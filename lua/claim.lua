@@ -67,9 +67,11 @@ shape hash does not expire.
 Cost: Redis's work is paid per claim, not per job. The queue is read with
 LRANGE in chunks from its head and trimmed once (LTRIM); the retry set is
 read once (ZRANGE, again only if a claim uses more retries than one read
-held); the claimed jobs are written with one HSET and one ZADD, the
-consumed retries removed with one ZREM, the dead letters pushed with one
-LPUSH. A chunk is sized so that it may pull at most the reply's byte
+held); the shape hash (schedule and checkpoints) is read with one HMGET
+and written with one HSET; the claimed jobs are written with one HSET and
+one ZADD, the consumed retries removed with one ZREM, the dead letters
+pushed with one LPUSH. Lua's work per job is kept small too: the usual
+pass (claim_plain_run) takes no table and few calls per job. A chunk is sized so that it may pull at most the reply's byte
 bound, guessing each unread job as large as the largest read so far (as
 max_job_bytes before any: 4 jobs at the default 1 MiB), and at most twice
 the chunk before it, so a claim that stops early (a shaped tenant's
@@ -598,7 +600,7 @@ end
 
 -- The usual pass, written out: new jobs from the head of the queue while
 -- no retry is in reach and the tenant has no limits. It is claim_batch's
--- loop with next_candidate, judge, dequeue and commit inlined for a job
+-- loop with next_candidate, judge and dequeue written out for a job
 -- that is plain: due now, no deadline mentioned in its chunk (see
 -- queue_dated), no larger than max_job_bytes, and fitting the reply's
 -- byte bound. It takes no table and few calls per job, and returns at
