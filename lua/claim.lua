@@ -680,19 +680,6 @@ local function claim_batch()
   return {reason = 'bound'}
 end
 
--- Writes what the claim gathered, one variadic call per key and kind.
-local function write_batch()
-  if queue_taken > 0 then redis.call('LTRIM', K_QUEUE, 0, -(queue_taken + 1)) end
-  redis_batch('ZREM', K_RETRY, retry_removed)
-  redis_batch('HDEL', K_JOBS, jobs_deleted)
-  redis_batch('HSET', K_JOBS, jobs_set)
-  redis_batch('ZADD', K_INFLIGHT, inflight_added)
-  redis_batch('LPUSH', K_DLQ, dlq_records)
-  for _, limit in ipairs(limits) do
-    if limit.changed then limit.algorithm.store(limit.key, limit.state, limit.first, limit.second) end
-  end
-end
-
 -- When to claim again (next_us in the reply), decided here only, from the
 -- stop that ended the claim:
 --   batch    the batch is full: more may be ready, at once
@@ -712,7 +699,19 @@ local function claim_again_at(stop)
 end
 
 local next_us = claim_again_at(claim_batch())
-write_batch()
+
+-- write_batch: what the claim gathered, one variadic call per key and
+-- kind. (A block, not a function: a function would be one more closure
+-- made on every call.)
+if queue_taken > 0 then redis.call('LTRIM', K_QUEUE, 0, -(queue_taken + 1)) end
+redis_batch('ZREM', K_RETRY, retry_removed)
+redis_batch('HDEL', K_JOBS, jobs_deleted)
+redis_batch('HSET', K_JOBS, jobs_set)
+redis_batch('ZADD', K_INFLIGHT, inflight_added)
+redis_batch('LPUSH', K_DLQ, dlq_records)
+for _, limit in ipairs(limits) do
+  if limit.changed then limit.algorithm.store(limit.key, limit.state, limit.first, limit.second) end
+end
 shape_store(shape, shape_changed, seen, queue_taken, seen_text)
 
 reply[1], reply[2], reply[3] = now, next_us, queue_len - queue_taken
