@@ -69,9 +69,18 @@ takes a job removes its lease, so a later op of the batch on the same job
 finds none, as it would one call at a time.
 ]]
 
+-- The models spliced in below, built only for a batch that needs them: a
+-- pause (shaping), ops that read their record back (apply_job_ops:
+-- job_record, dead_letter). Every function a script defines is a closure
+-- made anew on every call, and the usual batch of done ops needs none.
+local function models()
 -- sluice:include shaping
 -- sluice:include dead_letter
 -- sluice:include job_record
+  return {shaping_pause = shaping_pause, shaping_load = shaping_load, shaping_store = shaping_store,
+    dead_letter_record = dead_letter_record, job_record_encode = job_record_encode,
+    job_record_decode = job_record_decode, job_record_valid = job_record_valid}
+end
 
 local K_INFLIGHT, K_JOBS, K_RETRY, K_DLQ, K_SHAPE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local tenant = ARGV[1]
@@ -172,6 +181,7 @@ end
 -- Applies the ops on jobs of a batch that holds a retry, release or dead.
 -- Returns applied, stale.
 local function apply_job_ops()
+  local m = models()
   -- Which ops present the lease their job holds (one ZMSCORE), and the
   -- records of those that read their job back (one HMGET): record_of[k]
   -- indexes records for op k, 0 when the op holds the lease but needs no
@@ -210,7 +220,7 @@ local function apply_job_ops()
     local record = true
     if at > 0 then
       record = records[at]
-      if record and not job_record_valid(record) then return nil end
+      if record and not m.job_record_valid(record) then return nil end
     end
     inflight_removed[#inflight_removed + 1] = id
     taken[id] = true
@@ -230,15 +240,15 @@ local function apply_job_ops()
       retry_added[#retry_added + 1] = fmt(now + tonumber(ARGV[at + 3]))
       retry_added[#retry_added + 1] = id
     else -- retry, dead: the record is read
-      local attempts, first_seen, job = job_record_decode(record)
+      local attempts, first_seen, job = m.job_record_decode(record)
       if op == 'retry' then
         jobs_set[#jobs_set + 1] = id
-        jobs_set[#jobs_set + 1] = job_record_encode(attempts + 1, first_seen, job)
+        jobs_set[#jobs_set + 1] = m.job_record_encode(attempts + 1, first_seen, job)
         retry_added[#retry_added + 1] = fmt(now + tonumber(ARGV[at + 3]))
         retry_added[#retry_added + 1] = id
       else
         jobs_deleted[#jobs_deleted + 1] = id
-        dlq_records[#dlq_records + 1] = dead_letter_record(tenant, ARGV[at + 3], job, id,
+        dlq_records[#dlq_records + 1] = m.dead_letter_record(tenant, ARGV[at + 3], job, id,
           tonumber(ARGV[at + 4]), ARGV[at + 6], attempts + tonumber(ARGV[at + 5]), first_seen, now)
       end
     end
@@ -261,6 +271,7 @@ end
 -- ---- pause and adaptive: ops on no job ----
 
 local adaptive -- the adaptive ops' summed counts and the last one's position
+local m -- models(), once a pause needs them
 for k = 1, #other_ops do
   local at = other_ops[k]
   if ARGV[at] == 'adaptive' then
@@ -272,76 +283,80 @@ for k = 1, #other_ops do
     adaptive.errors_5xx = adaptive.errors_5xx + tonumber(ARGV[at + 5])
     adaptive.at = at
   else -- pause: no slot before the pause ends, the schedule restarts there
-    local paused = shaping_pause(shaping_load(K_SHAPE), now + tonumber(ARGV[at + 1]))
-    if paused then shaping_store(K_SHAPE, paused) end
+    m = m or models()
+    local paused = m.shaping_pause(m.shaping_load(K_SHAPE), now + tonumber(ARGV[at + 1]))
+    if paused then m.shaping_store(K_SHAPE, paused) end
     applied = applied + 1
   end
 end
 
 -- ---- the adaptive rate: src/job/adaptive.c's twin, change both ----
-
-local ADAPTIVE_WINDOW_MAX_US = 3600000000 -- SL_ADAPTIVE_WINDOW_MAX_US
-local ADAPTIVE_FIELDS = {'adaptive_rate', 'adaptive_at', 'adaptive_used', 'adaptive_ok', 'adaptive_bad'}
-
-local function clamp(v, lo, hi)
-  if v < lo then return lo elseif v > hi then return hi end
-  return v
-end
-
--- A stored counter: decimal digits (at most 18), else 0.
-local function stored_int(text)
-  if not text or #text > 18 or not string.match(text, '^%d+$') then return 0 end
-  return tonumber(text)
-end
-
--- milli-jobs/s as jobs/s, as the config writes them: "70", "0.5".
-local function jobs_per_s(milli)
-  local text = string.format('%d.%03d', math.floor(milli / 1000), milli % 1000)
-  return (string.gsub(string.gsub(text, '0+$', ''), '%.$', ''))
-end
-
-local function adaptive_step(b, at, k_settings, k_events)
-  local min, max = tonumber(ARGV[at + 6]), tonumber(ARGV[at + 7])
-  local decrease, increase = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
-  local cooldown = tonumber(ARGV[at + 10])
-  local on_timeout, on_5xx = ARGV[at + 11] == '1', ARGV[at + 12] == '1'
-  local start, t_now = tonumber(ARGV[at + 13]), tonumber(ARGV[at + 14])
-  if t_now <= 0 then t_now = now end
-  local st = redis.call('HMGET', k_settings, unpack(ADAPTIVE_FIELDS))
-  local rate, window_at = stored_int(st[1]), stored_int(st[2])
-  local used, ok, bad = stored_int(st[3]), stored_int(st[4]), stored_int(st[5])
-  if rate <= 0 then
-    rate, window_at, used, ok, bad = clamp(start, min, max), t_now, 0, 0, 0
-  end
-  used = used + b.used
-  ok = ok + b.ok
-  bad = bad + b.limited + (on_timeout and b.timeouts or 0) + (on_5xx and b.errors_5xx or 0)
-  local old = rate
-  if t_now - window_at < cooldown then
-    rate = clamp(old, min, max)
-  else
-    local elapsed = clamp(t_now - window_at, 0, ADAPTIVE_WINDOW_MAX_US)
-    local slots_milli = math.floor(old * math.floor(elapsed / 1000) / 1000)
-    if bad > 0 then
-      rate = math.floor(old * decrease / 1000)
-    elseif ok > 0 and used * 1000 * 5 >= slots_milli * 4 then
-      rate = old + increase
-    end
-    rate = clamp(rate, min, max)
-    window_at, used, ok, bad = t_now, 0, 0, 0
-  end
-  redis.call('HSET', k_settings, 'adaptive_rate', fmt(rate), 'adaptive_at', fmt(window_at),
-    'adaptive_used', fmt(used), 'adaptive_ok', fmt(ok), 'adaptive_bad', fmt(bad))
-  if rate ~= old and k_events then
-    redis.call('LPUSH', k_events, cjson.encode({at_ms = math.floor(t_now / 1000), what = 'adaptive',
-      field = 'adaptive_rate', old = jobs_per_s(old), new = jobs_per_s(rate), by = 'sluice'}))
-    redis.call('LTRIM', k_events, 0, 99)
-  end
-  return rate
-end
+-- (Defined only for a batch with an adaptive op: every function a script
+-- defines is a closure made anew on every call.)
 
 if adaptive then
   if not KEYS[6] then return redis.error_reply('ERR ack: an adaptive op needs the settings key') end
+
+  local ADAPTIVE_WINDOW_MAX_US = 3600000000 -- SL_ADAPTIVE_WINDOW_MAX_US
+  local ADAPTIVE_FIELDS = {'adaptive_rate', 'adaptive_at', 'adaptive_used', 'adaptive_ok', 'adaptive_bad'}
+
+  local function clamp(v, lo, hi)
+    if v < lo then return lo elseif v > hi then return hi end
+    return v
+  end
+
+  -- A stored counter: decimal digits (at most 18), else 0.
+  local function stored_int(text)
+    if not text or #text > 18 or not string.match(text, '^%d+$') then return 0 end
+    return tonumber(text)
+  end
+
+  -- milli-jobs/s as jobs/s, as the config writes them: "70", "0.5".
+  local function jobs_per_s(milli)
+    local text = string.format('%d.%03d', math.floor(milli / 1000), milli % 1000)
+    return (string.gsub(string.gsub(text, '0+$', ''), '%.$', ''))
+  end
+
+  local function adaptive_step(b, at, k_settings, k_events)
+    local min, max = tonumber(ARGV[at + 6]), tonumber(ARGV[at + 7])
+    local decrease, increase = tonumber(ARGV[at + 8]), tonumber(ARGV[at + 9])
+    local cooldown = tonumber(ARGV[at + 10])
+    local on_timeout, on_5xx = ARGV[at + 11] == '1', ARGV[at + 12] == '1'
+    local start, t_now = tonumber(ARGV[at + 13]), tonumber(ARGV[at + 14])
+    if t_now <= 0 then t_now = now end
+    local st = redis.call('HMGET', k_settings, unpack(ADAPTIVE_FIELDS))
+    local rate, window_at = stored_int(st[1]), stored_int(st[2])
+    local used, ok, bad = stored_int(st[3]), stored_int(st[4]), stored_int(st[5])
+    if rate <= 0 then
+      rate, window_at, used, ok, bad = clamp(start, min, max), t_now, 0, 0, 0
+    end
+    used = used + b.used
+    ok = ok + b.ok
+    bad = bad + b.limited + (on_timeout and b.timeouts or 0) + (on_5xx and b.errors_5xx or 0)
+    local old = rate
+    if t_now - window_at < cooldown then
+      rate = clamp(old, min, max)
+    else
+      local elapsed = clamp(t_now - window_at, 0, ADAPTIVE_WINDOW_MAX_US)
+      local slots_milli = math.floor(old * math.floor(elapsed / 1000) / 1000)
+      if bad > 0 then
+        rate = math.floor(old * decrease / 1000)
+      elseif ok > 0 and used * 1000 * 5 >= slots_milli * 4 then
+        rate = old + increase
+      end
+      rate = clamp(rate, min, max)
+      window_at, used, ok, bad = t_now, 0, 0, 0
+    end
+    redis.call('HSET', k_settings, 'adaptive_rate', fmt(rate), 'adaptive_at', fmt(window_at),
+      'adaptive_used', fmt(used), 'adaptive_ok', fmt(ok), 'adaptive_bad', fmt(bad))
+    if rate ~= old and k_events then
+      redis.call('LPUSH', k_events, cjson.encode({at_ms = math.floor(t_now / 1000), what = 'adaptive',
+        field = 'adaptive_rate', old = jobs_per_s(old), new = jobs_per_s(rate), by = 'sluice'}))
+      redis.call('LTRIM', k_events, 0, 99)
+    end
+    return rate
+  end
+
   return {applied, stale, adaptive_step(adaptive, adaptive.at, KEYS[6], KEYS[7])}
 end
 return {applied, stale}
