@@ -156,7 +156,8 @@ local function apply_done_ops()
   for k = 1, #job_ops do
     local at = job_ops[k]
     local lease = ARGV[at + 2]
-    if tonumber(lease) > now then
+    local lease_us = tonumber(lease) -- (not a number: checked, and found stale)
+    if lease_us and lease_us > now then
       gone[#gone + 1] = ARGV[at + 1]
     else
       passed[#passed + 1], passed_leases[#passed_leases + 1] = ARGV[at + 1], lease

@@ -265,6 +265,15 @@ Test(claim, done_trusts_a_lease_ahead_and_checks_one_that_passed)
     sl_ack_done(&args, c->id[0], c->lease[0]); /* acked already */
     cr_assert_eq(send_ack_counted(&stale), 0, "applied");
     cr_assert_eq(stale, 1);
+    /* a lease that is not a number is checked, and found stale */
+    redisReply *odd = redisCommand(fx.conn, "EVALSHA %s 5 %s %s %s %s %s acme done %s 12x", ack_sha,
+                                   keys.inflight, keys.jobs, keys.retry, keys.dlq, keys.shape,
+                                   c->id[1]);
+    cr_assert(odd && odd->type == REDIS_REPLY_ARRAY && odd->elements == 2, "%s",
+              odd && odd->str ? odd->str : "no reply");
+    cr_assert_eq(odd->element[0]->integer, 0, "applied");
+    cr_assert_eq(odd->element[1]->integer, 1, "stale");
+    freeReplyObject(odd);
 
     /* past both leases, not reaped: the held one applies, a wrong one not */
     sl_ack_start(&args, ack_sha, &keys, "acme");
