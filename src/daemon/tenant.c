@@ -739,7 +739,7 @@ void sl_tenant_claim(tenant *t)
     char id_prefix[SL_CLAIM_ID_PREFIX_SIZE + 1];
     sl_claim_id_prefix(sl_random_u64(&env->rng), id_prefix);
     strcat(id_prefix, ".");
-    sl_claim_build(&env->claim_argv, sha, &t->claim, id_prefix);
+    sl_claim_build(&env->claim_argv, sha, &t->keys, &t->claim, id_prefix);
     const char **argv = sl_argv_finish(&env->claim_argv);
     t->claim_sent_us = sl_realtime_us();
     if (argv && sl_redis_client_send(env->redis, t->keys.queue, (int)env->claim_argv.count, argv,
@@ -830,7 +830,6 @@ tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_conf
     t->env = env;
     snprintf(t->name, sizeof t->name, "%s", name);
     sl_tenant_metrics_init(&t->metrics);
-    sl_tenant_keys_init(&t->keys, env->config->prefix, t->name);
     t->idle_ms = SL_IDLE_MIN_MS;
     t->busy_us = sl_realtime_us();
     sl_ack_batch_init(&t->acks);
@@ -838,8 +837,8 @@ tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_conf
     t->release_timer = evtimer_new(env->base, on_release_timer, t);
     t->ack_timer = evtimer_new(env->base, on_ack_timer, t);
     t->resend_timer = evtimer_new(env->base, on_resend_timer, t);
-    if (!apply_rules(t, config) || !t->claim_timer || !t->release_timer || !t->ack_timer ||
-        !t->resend_timer) {
+    if (!sl_tenant_keys_init(&t->keys, env->config->prefix, t->name) || !apply_rules(t, config) ||
+        !t->claim_timer || !t->release_timer || !t->ack_timer || !t->resend_timer) {
         sl_tenant_free(t);
         return NULL;
     }
@@ -888,6 +887,7 @@ void sl_tenant_free(tenant *t)
     sl_ack_batch_free(&t->acks);
     free(t->limits);
     sl_pace_free(&t->pace);
+    sl_tenant_keys_free(&t->keys);
     sl_tenant_metrics_clear(&t->metrics);
     free(t);
 }
