@@ -94,6 +94,9 @@ struct tenant {
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
     int64_t idle_ms;   /* polling backoff while the queue is empty */
     struct event *claim_timer;
+    /* The timers below and pace's log are made when the first jobs come
+     * (ready_for_jobs): most of many tenants stay idle, and never pay for
+     * them. NULL until then. */
     struct event *release_timer;
 
     sl_ack_batch acks;    /* outcomes on their way to Redis (ack_batch.h) */
@@ -118,6 +121,13 @@ static void arm(struct event *timer, int64_t delay_us)
         delay_us = 0;
     struct timeval tv = {(time_t)(delay_us / 1000000), (suseconds_t)(delay_us % 1000000)};
     evtimer_add(timer, &tv);
+}
+
+/* A timer not made yet (ready_for_jobs) is not armed. */
+static void disarm(struct event *timer)
+{
+    if (timer)
+        evtimer_del(timer);
 }
 
 static void job_free(job *j)
@@ -273,7 +283,7 @@ static void add_adaptive_op(tenant *t)
 static void ack_flush(tenant *t)
 {
     sl_ack_batch *b = &t->acks;
-    evtimer_del(t->ack_timer);
+    disarm(t->ack_timer);
     if (t->outcomes.used > 0)
         add_adaptive_op(t);
     if (!sl_ack_batch_take(b, sl_redis_client_sha(t->env->redis, "ack"), &t->keys, t->name))
@@ -586,6 +596,28 @@ static void schedule_claim(tenant *t, int64_t delay_us)
     arm(t->claim_timer, delay_us);
 }
 
+/* Gives the pace the log of rules, if it has one yet (ready_for_jobs
+ * makes it); false if out of memory, the pace unchanged. */
+static bool reset_pace(tenant *t, const sl_pace_rules *rules)
+{
+    return !t->pace.marks || sl_pace_reset(&t->pace, rules);
+}
+
+/* Makes what a tenant needs once it holds jobs (their timers, the pace's
+ * log), the first time; false if out of memory (what was made is kept). */
+static bool ready_for_jobs(tenant *t)
+{
+    struct event_base *base = t->env->base;
+    if (!t->release_timer)
+        t->release_timer = evtimer_new(base, on_release_timer, t);
+    if (!t->ack_timer)
+        t->ack_timer = evtimer_new(base, on_ack_timer, t);
+    if (!t->resend_timer)
+        t->resend_timer = evtimer_new(base, on_resend_timer, t);
+    return t->release_timer && t->ack_timer && t->resend_timer &&
+           (t->pace.marks || sl_pace_reset(&t->pace, &t->pace_rules));
+}
+
 static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
 {
     sl_histogram_observe(&t->metrics.shaping_delay, &sl_shaping_delay_bounds,
@@ -648,7 +680,7 @@ static void apply_settings(tenant *t, const sl_claim_result *r)
     if (r->rate_milli == t->rate_milli)
         return;
     sl_pace_rules pace_rules = sl_pace_rules_for(r->rate_milli);
-    if (!sl_pace_reset(&t->pace, &pace_rules))
+    if (!reset_pace(t, &pace_rules))
         return; /* out of memory: the old pace holds; the next reply tries again */
     t->pace_rules = pace_rules;
     t->rate_milli = r->rate_milli;
@@ -694,6 +726,12 @@ static void on_claim_reply(redisReply *reply, void *arg)
         return;
     }
     sl_redis_clock_observe(&env->clock, result.now_us, t->claim_sent_us, received);
+    if (result.job_count > 0 && !ready_for_jobs(t)) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory taking claimed jobs; their leases will return them\" tenant=%s jobs=%zu",
+               t->name, result.job_count);
+        schedule_claim(t, SL_CLAIM_RETRY_AFTER_ERROR_US);
+        return;
+    }
     count_claim(t, &result);
     apply_settings(t, &result);
     if (result.job_count > 0 || result.dead_lettered > 0 || result.queue_len > 0 || result.next_us != 0)
@@ -772,7 +810,7 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
     const sl_config *process = t->env->config;
     sl_claim_limit *limits = calloc(config->limit_count + 1, sizeof *limits);
     sl_pace_rules pace_rules = sl_pace_rules_for(config->rate_milli);
-    if (!limits || !sl_pace_reset(&t->pace, &pace_rules)) {
+    if (!limits || !reset_pace(t, &pace_rules)) {
         free(limits);
         return false;
     }
@@ -834,11 +872,8 @@ tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_conf
     t->busy_us = sl_realtime_us();
     sl_ack_batch_init(&t->acks);
     t->claim_timer = evtimer_new(env->base, on_claim_timer, t);
-    t->release_timer = evtimer_new(env->base, on_release_timer, t);
-    t->ack_timer = evtimer_new(env->base, on_ack_timer, t);
-    t->resend_timer = evtimer_new(env->base, on_resend_timer, t);
     if (!sl_tenant_keys_init(&t->keys, env->config->prefix, t->name) || !apply_rules(t, config) ||
-        !t->claim_timer || !t->release_timer || !t->ack_timer || !t->resend_timer) {
+        !t->claim_timer) {
         sl_tenant_free(t);
         return NULL;
     }
@@ -904,7 +939,7 @@ void sl_tenant_resume(tenant *t)
 void sl_tenant_drain(tenant *t)
 {
     evtimer_del(t->claim_timer);
-    evtimer_del(t->release_timer);
+    disarm(t->release_timer);
     while (t->head)
         release_job(t, pop_waiting(t));
     ack_flush(t);
