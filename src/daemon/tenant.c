@@ -107,7 +107,10 @@ struct tenant {
     int64_t busy_us;      /* sl_tenant_busy_at */
     unsigned generation;  /* of the configuration config points into */
 
-    sl_tenant_metrics metrics; /* read by the admin thread's scrapes */
+    /* Read by the admin thread's scrapes. Made when a claim first finds
+     * something to show (metrics_made): NULL before, as an idle tenant
+     * shows no series. Only this thread stores it. */
+    _Atomic(sl_tenant_metrics *) metrics;
 };
 
 static void release_due(tenant *t);
@@ -130,6 +133,30 @@ static void disarm(struct event *timer)
         evtimer_del(timer);
 }
 
+/* The tenant's metrics, on its own thread; not NULL once it holds jobs
+ * (ready_for_jobs). */
+static sl_tenant_metrics *metrics(const tenant *t)
+{
+    return atomic_load_explicit(&t->metrics, memory_order_relaxed);
+}
+
+/* The tenant's metrics, made the first time; NULL if out of memory (what
+ * they would count is not counted). */
+static sl_tenant_metrics *metrics_made(tenant *t)
+{
+    sl_tenant_metrics *m = metrics(t);
+    if (m)
+        return m;
+    if (!(m = malloc(sizeof *m))) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory making a tenant's metrics\" tenant=%s", t->name);
+        return NULL;
+    }
+    sl_tenant_metrics_init(m);
+    /* release: a scrape that sees the pointer sees them initialised */
+    atomic_store_explicit(&t->metrics, m, memory_order_release);
+    return m;
+}
+
 static void job_free(job *j)
 {
     if (!j)
@@ -148,7 +175,7 @@ static void push_waiting(tenant *t, job *j)
         t->head = j;
     t->tail = j;
     t->waiting++;
-    sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
+    sl_gauge_set(&metrics(t)->waiting, (int64_t)t->waiting);
 }
 
 /* The head j leaves the queue: it was counted first, if at all. */
@@ -169,7 +196,7 @@ static job *pop_waiting(tenant *t)
     cursor_pop(&t->due, j);
     cursor_pop(&t->stale, j);
     t->waiting--;
-    sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
+    sl_gauge_set(&metrics(t)->waiting, (int64_t)t->waiting);
     j->next = NULL;
     return j;
 }
@@ -182,7 +209,7 @@ static void link_flying(tenant *t, job *j)
         t->flying->prev_flying = j;
     t->flying = j;
     t->in_flight++;
-    sl_gauge_set(&t->metrics.in_flight, (int64_t)t->in_flight);
+    sl_gauge_set(&metrics(t)->in_flight, (int64_t)t->in_flight);
 }
 
 static void unlink_flying(tenant *t, job *j)
@@ -194,7 +221,7 @@ static void unlink_flying(tenant *t, job *j)
     if (j->next_flying)
         j->next_flying->prev_flying = j->prev_flying;
     t->in_flight--;
-    sl_gauge_set(&t->metrics.in_flight, (int64_t)t->in_flight);
+    sl_gauge_set(&metrics(t)->in_flight, (int64_t)t->in_flight);
 }
 
 /* ---- acks ---- */
@@ -323,7 +350,7 @@ static void release_job(tenant *t, job *j)
     /* The batch's size so far orders the jobs handed back within it. */
     sl_ack_release(&t->acks.filling, j->id, j->lease, (int64_t)t->acks.filling.count);
     sl_ack_batch_lease(&t->acks, j->lease);
-    sl_counter_add(&t->metrics.released, 1);
+    sl_counter_add(&metrics(t)->released, 1);
     ack_added(t);
     job_free(j);
 }
@@ -333,8 +360,8 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
 {
     sl_ack_dead(&t->acks.filling, j->id, j->lease, reason, status, attempted, error);
     sl_ack_batch_lease(&t->acks, j->lease);
-    sl_counter_add(&t->metrics.dead_lettered, 1);
-    sl_label_add(&t->metrics.dead_reasons, reason, strlen(reason), 1);
+    sl_counter_add(&metrics(t)->dead_lettered, 1);
+    sl_label_add(&metrics(t)->dead_reasons, reason, strlen(reason), 1);
     ack_added(t);
     job_free(j);
 }
@@ -343,7 +370,7 @@ static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
 {
     sl_ack_retry(&t->acks.filling, j->id, j->lease, delay_us, error);
     sl_ack_batch_lease(&t->acks, j->lease);
-    sl_counter_add(&t->metrics.retried, 1);
+    sl_counter_add(&metrics(t)->retried, 1);
     job_free(j);
 }
 
@@ -406,8 +433,8 @@ static void on_delivered(void *arg, const sl_http_result *result)
     job *j = arg;
     tenant *t = j->tenant;
     unlink_flying(t, j);
-    sl_status_add(&t->metrics.responses, result->status);
-    sl_histogram_observe(&t->metrics.latency, &sl_latency_bounds, result->elapsed_us);
+    sl_status_add(&metrics(t)->responses, result->status);
+    sl_histogram_observe(&metrics(t)->latency, &sl_latency_bounds, result->elapsed_us);
 
     const sl_retry_config *retry = &t->config->retry;
     sl_outcome outcome = sl_outcome_decide(result->status, result->retry_after,
@@ -433,7 +460,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
     case SL_OUTCOME_DELIVERED:
         sl_ack_done(&t->acks.filling, j->id, j->lease);
         sl_ack_batch_lease(&t->acks, j->lease);
-        sl_counter_add(&t->metrics.delivered, 1);
+        sl_counter_add(&metrics(t)->delivered, 1);
         job_free(j);
         break;
     case SL_OUTCOME_PAUSE_RETRY:
@@ -545,7 +572,7 @@ static int64_t head_departure(const tenant *t, sl_pace_due due)
  * pace. */
 static void note_departure(tenant *t, const job *j, sl_pace_due due)
 {
-    sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, due.now_us - j->send_at_us);
+    sl_histogram_observe(&metrics(t)->lateness, &sl_lateness_bounds, due.now_us - j->send_at_us);
     sl_pace_note(&t->pace, &t->pace_rules, j->slot_us, due);
 }
 
@@ -604,7 +631,7 @@ static bool reset_pace(tenant *t, const sl_pace_rules *rules)
 }
 
 /* Makes what a tenant needs once it holds jobs (their timers, the pace's
- * log), the first time; false if out of memory (what was made is kept). */
+ * log, the metrics), the first time; false if out of memory (what was made is kept). */
 static bool ready_for_jobs(tenant *t)
 {
     struct event_base *base = t->env->base;
@@ -615,12 +642,12 @@ static bool ready_for_jobs(tenant *t)
     if (!t->resend_timer)
         t->resend_timer = evtimer_new(base, on_resend_timer, t);
     return t->release_timer && t->ack_timer && t->resend_timer &&
-           (t->pace.marks || sl_pace_reset(&t->pace, &t->pace_rules));
+           (t->pace.marks || sl_pace_reset(&t->pace, &t->pace_rules)) && metrics_made(t);
 }
 
 static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
 {
-    sl_histogram_observe(&t->metrics.shaping_delay, &sl_shaping_delay_bounds,
+    sl_histogram_observe(&metrics(t)->shaping_delay, &sl_shaping_delay_bounds,
                          c->slot_us - claim_now_us);
     /* One allocation: the job, then its id and element behind it. */
     job *j = calloc(1, sizeof *j + c->id_len + 1 + c->job_len + 1);
@@ -643,9 +670,14 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     push_waiting(t, j);
 }
 
+/* Counts a claim's reply in the metrics; those of an idle tenant (no job
+ * claimed or dead-lettered yet) are not made for it. */
 static void count_claim(tenant *t, const sl_claim_result *result)
 {
-    sl_tenant_metrics *m = &t->metrics;
+    bool shows = result->job_count > 0 || result->dead_lettered > 0;
+    sl_tenant_metrics *m = shows ? metrics_made(t) : metrics(t);
+    if (!m)
+        return;
     sl_gauge_set(&m->queue_depth, result->queue_len);
     sl_counter_add(&m->claimed, result->job_count);
     sl_counter_add(&m->dead_lettered, (uint64_t)result->dead_lettered);
@@ -656,7 +688,7 @@ static void count_claim(tenant *t, const sl_claim_result *result)
         sl_claim_dead_reason(result, i, &reason, &len, &n);
         sl_label_add(&m->dead_reasons, reason, len, (uint64_t)n);
     }
-    if (result->job_count > 0 || result->dead_lettered > 0)
+    if (shows)
         atomic_store_explicit(&m->active, true, memory_order_relaxed);
 }
 
@@ -669,14 +701,18 @@ static void count_claim(tenant *t, const sl_claim_result *result)
  * the next claims look ahead by it. */
 static void apply_settings(tenant *t, const sl_claim_result *r)
 {
-    sl_gauge_set(&t->metrics.paused, r->paused_until_ms > 0 ? 1 : 0);
+    /* a paused tenant shows its rate and pause, even idle (metrics.c) */
+    sl_tenant_metrics *m = r->paused_until_ms > 0 ? metrics_made(t) : metrics(t);
+    if (m)
+        sl_gauge_set(&m->paused, r->paused_until_ms > 0 ? 1 : 0);
     if (r->concurrency > 0)
         t->concurrency = (size_t)r->concurrency;
     if (r->rate_milli <= 0)
         return;
     t->rate_adaptive = r->rate_source == SL_RATE_ADAPTIVE;
     t->heard_rate_milli = r->rate_milli;
-    sl_gauge_set(&t->metrics.rate_milli, r->rate_milli);
+    if (m)
+        sl_gauge_set(&m->rate_milli, r->rate_milli);
     if (r->rate_milli == t->rate_milli)
         return;
     sl_pace_rules pace_rules = sl_pace_rules_for(r->rate_milli);
@@ -867,7 +903,6 @@ tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_conf
         return NULL;
     t->env = env;
     snprintf(t->name, sizeof t->name, "%s", name);
-    sl_tenant_metrics_init(&t->metrics);
     t->idle_ms = SL_IDLE_MIN_MS;
     t->busy_us = sl_realtime_us();
     sl_ack_batch_init(&t->acks);
@@ -923,7 +958,10 @@ void sl_tenant_free(tenant *t)
     free(t->limits);
     sl_pace_free(&t->pace);
     sl_tenant_keys_free(&t->keys);
-    sl_tenant_metrics_clear(&t->metrics);
+    sl_tenant_metrics *m = metrics(t);
+    if (m)
+        sl_tenant_metrics_clear(m);
+    free(m);
     free(t);
 }
 
@@ -967,7 +1005,8 @@ const char *sl_tenant_name(const tenant *t)
 
 const sl_tenant_metrics *sl_tenant_metrics_of(const tenant *t)
 {
-    return &t->metrics;
+    /* acquire: pairs with metrics_made's release */
+    return atomic_load_explicit(&t->metrics, memory_order_acquire);
 }
 
 int64_t sl_tenant_busy_at(const tenant *t)
