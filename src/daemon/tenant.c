@@ -67,14 +67,13 @@ typedef struct due_cursor {
 /* One tenant served by a worker thread. */
 struct tenant {
     sl_tenant_env *env;             /* the worker's, lent for the tenant's life */
-    char name[SL_TENANT_NAME_MAX + 1];
     const sl_tenant_config *config; /* the worker's config owns it */
     sl_claim_params claim;
     size_t concurrency;   /* the last claim's effective one (settings over file) */
     int64_t rate_milli;   /* the last claim's effective rate */
     bool rate_adaptive;   /* ... and it is the adaptive rate */
     int64_t heard_rate_milli; /* the newest rate a claim or (adaptive) ack reply named */
-    sl_claim_limit *limits;         /* owned, claim.limits points here */
+    sl_claim_limit *limits;         /* owned, claim.limits points here; NULL: none */
     sl_tenant_keys keys;
     sl_job_rules rules;
 
@@ -94,9 +93,9 @@ struct tenant {
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
     int64_t idle_ms;   /* polling backoff while the queue is empty */
     struct event *claim_timer;
-    /* The timers below and pace's log are made when the first jobs come
-     * (ready_for_jobs): most of many tenants stay idle, and never pay for
-     * them. NULL until then. */
+    /* release_timer, ack_timer, resend_timer and pace's log are made when
+     * the first jobs come (ready_for_jobs): most of many tenants stay idle
+     * and never pay for them. NULL until then. */
     struct event *release_timer;
 
     sl_ack_batch acks;    /* outcomes on their way to Redis (ack_batch.h) */
@@ -111,6 +110,7 @@ struct tenant {
      * something to show (metrics_made): NULL before, as an idle tenant
      * shows no series. Only this thread stores it. */
     _Atomic(sl_tenant_metrics *) metrics;
+    char name[]; /* as long as it is: allocated with the tenant */
 };
 
 static void release_due(tenant *t);
@@ -844,9 +844,11 @@ static void on_claim_timer(evutil_socket_t fd, short kind, void *arg)
 static bool apply_rules(tenant *t, const sl_tenant_config *config)
 {
     const sl_config *process = t->env->config;
-    sl_claim_limit *limits = calloc(config->limit_count + 1, sizeof *limits);
+    /* none for a tenant without limits, as most are */
+    sl_claim_limit *limits =
+        config->limit_count ? calloc(config->limit_count, sizeof *limits) : NULL;
     sl_pace_rules pace_rules = sl_pace_rules_for(config->rate_milli);
-    if (!limits || !reset_pace(t, &pace_rules)) {
+    if ((config->limit_count && !limits) || !reset_pace(t, &pace_rules)) {
         free(limits);
         return false;
     }
@@ -898,11 +900,12 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
 
 tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_config *config)
 {
-    tenant *t = calloc(1, sizeof *t);
+    size_t name_size = strlen(name) + 1;
+    tenant *t = calloc(1, sizeof *t + name_size);
     if (!t)
         return NULL;
     t->env = env;
-    snprintf(t->name, sizeof t->name, "%s", name);
+    memcpy(t->name, name, name_size);
     t->idle_ms = SL_IDLE_MIN_MS;
     t->busy_us = sl_realtime_us();
     sl_ack_batch_init(&t->acks);
