@@ -28,13 +28,14 @@ static void setup(void)
 {
     sl_ack_batch_init(&b);
     b.delay_us = DELAY;
-    sl_tenant_keys_init(&keys, "sluice", "acme");
+    cr_assert(sl_tenant_keys_init(&keys, "sluice", "acme"));
     fake_now = T0;
     clock_reads = 0;
 }
 
 static void teardown(void)
 {
+    sl_tenant_keys_free(&keys);
     sl_ack_batch_free(&b);
 }
 

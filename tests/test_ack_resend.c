@@ -21,11 +21,12 @@ static void setup(void)
 {
     sl_ack_batch_init(&b);
     b.delay_us = 10000;
-    sl_tenant_keys_init(&keys, "sluice", "acme");
+    cr_assert(sl_tenant_keys_init(&keys, "sluice", "acme"));
 }
 
 static void teardown(void)
 {
+    sl_tenant_keys_free(&keys);
     sl_ack_batch_free(&b);
 }
 

@@ -27,11 +27,12 @@ static void setup(void)
     redis_fixture_start(&fx);
     redis_fixture_load(&fx, "ack", ack_sha);
     sl_argv_init(&args);
-    sl_tenant_keys_init(&keys, "sluice", "acme");
+    cr_assert(sl_tenant_keys_init(&keys, "sluice", "acme"));
 }
 
 static void teardown(void)
 {
+    sl_tenant_keys_free(&keys);
     sl_argv_free(&args);
     redis_fixture_stop(&fx);
 }

@@ -26,12 +26,13 @@ static void setup(void)
     redis_fixture_load(&fx, "claim", claim_sha);
     redis_fixture_load(&fx, "ack", ack_sha);
     sl_argv_init(&args);
-    sl_tenant_keys_init(&keys, "sluice", "acme");
+    cr_assert(sl_tenant_keys_init(&keys, "sluice", "acme"));
 }
 
 static void teardown(void)
 {
     sl_argv_free(&args);
+    sl_tenant_keys_free(&keys);
     redis_fixture_stop(&fx);
 }
 
@@ -59,7 +60,10 @@ static claimed *claim(const sl_claim_params *p)
 {
     char prefix[32];
     snprintf(prefix, sizeof prefix, "t%d-", claim_calls++);
-    sl_claim_build(&args, claim_sha, p, prefix);
+    sl_tenant_keys tk;
+    cr_assert(sl_tenant_keys_init(&tk, p->prefix, p->tenant));
+    sl_claim_build(&args, claim_sha, &tk, p, prefix);
+    sl_tenant_keys_free(&tk); /* the arguments hold copies */
     const char **argv = sl_argv_finish(&args);
     cr_assert_not_null(argv);
     redisReply *reply = redisCommandArgv(fx.conn, (int)args.count, argv, args.lengths);
@@ -477,9 +481,10 @@ Test(claim, limits_stored_once_per_claim_equal_one_store_per_job)
         p.limits = limits;
         p.limit_count = 4;
         sl_tenant_keys tk;
-        sl_tenant_keys_init(&tk, "sluice", tenants[k]);
+        cr_assert(sl_tenant_keys_init(&tk, "sluice", tenants[k]));
         for (int i = 0; i < 5; i++)
             freeReplyObject(redisCommand(fx.conn, "LPUSH %s {}", tk.queue));
+        sl_tenant_keys_free(&tk);
         int got = 0;
         for (int i = 0; i < 5 && got < 5; i++) {
             claimed *c = claim(&p);

@@ -12,13 +12,16 @@
 Test(keys, every_key_of_a_tenant_under_the_default_prefix)
 {
     sl_tenant_keys k;
-    sl_tenant_keys_init(&k, "sluice", "acme");
+    cr_assert(sl_tenant_keys_init(&k, "sluice", "acme"));
     cr_assert_str_eq(k.queue, "sluice:{acme}:queue");
     cr_assert_str_eq(k.shape, "sluice:{acme}:shape");
     cr_assert_str_eq(k.inflight, "sluice:{acme}:inflight");
     cr_assert_str_eq(k.jobs, "sluice:{acme}:jobs");
     cr_assert_str_eq(k.retry, "sluice:{acme}:retry");
     cr_assert_str_eq(k.dlq, "sluice:{acme}:dlq");
+    cr_assert_str_eq(k.settings, "sluice:{acme}:settings");
+    cr_assert_str_eq(k.events, "sluice:{acme}:events");
+    sl_tenant_keys_free(&k);
 
     char limit[SL_KEY_MAX];
     sl_limit_key(limit, "sluice", "acme", "daily");
@@ -28,9 +31,10 @@ Test(keys, every_key_of_a_tenant_under_the_default_prefix)
 Test(keys, a_configured_prefix_and_a_tenant_with_every_allowed_character)
 {
     sl_tenant_keys k;
-    sl_tenant_keys_init(&k, "prod:eu-1", "org:acme.eu_2-x");
+    cr_assert(sl_tenant_keys_init(&k, "prod:eu-1", "org:acme.eu_2-x"));
     cr_assert_str_eq(k.queue, "prod:eu-1:{org:acme.eu_2-x}:queue");
     cr_assert_str_eq(k.dlq, "prod:eu-1:{org:acme.eu_2-x}:dlq");
+    sl_tenant_keys_free(&k);
     char limit[SL_KEY_MAX];
     sl_limit_key(limit, "prod:eu-1", "org:acme.eu_2-x", "burst.1");
     cr_assert_str_eq(limit, "prod:eu-1:{org:acme.eu_2-x}:limit:burst.1");
@@ -52,10 +56,12 @@ Test(keys, every_key_carries_the_tenant_as_its_hash_tag)
 {
     const char *tenant = "t.1:x";
     sl_tenant_keys k;
-    sl_tenant_keys_init(&k, "sluice", tenant);
-    const char *all[] = {k.queue, k.shape, k.inflight, k.jobs, k.retry, k.dlq};
+    cr_assert(sl_tenant_keys_init(&k, "sluice", tenant));
+    const char *all[] = {k.queue, k.shape, k.inflight, k.jobs,
+                         k.retry, k.dlq,   k.settings, k.events};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         assert_hash_tag(all[i], tenant);
+    sl_tenant_keys_free(&k);
     char limit[SL_KEY_MAX];
     sl_limit_key(limit, "sluice", tenant, "l");
     assert_hash_tag(limit, tenant);
@@ -75,9 +81,35 @@ Test(keys, the_longest_names_fit_without_being_cut)
     cr_assert_eq(strlen(limit), 64 + 2 + SL_TENANT_NAME_MAX + 2 + 6 + 64);
     cr_assert_str_eq(limit + strlen(limit) - 64, name);
     sl_tenant_keys k;
-    sl_tenant_keys_init(&k, prefix, tenant);
-    cr_assert_eq(strlen(k.inflight), 64 + 2 + SL_TENANT_NAME_MAX + strlen("}:inflight"));
-    cr_assert_str_eq(k.inflight + strlen(k.inflight) - 10, "}:inflight");
+    cr_assert(sl_tenant_keys_init(&k, prefix, tenant));
+    const char *all[] = {k.queue, k.shape, k.inflight, k.jobs,
+                         k.retry, k.dlq,   k.settings, k.events};
+    const char *what[] = {"queue", "shape", "inflight", "jobs",
+                          "retry", "dlq",   "settings", "events"};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        char expected[SL_KEY_MAX];
+        snprintf(expected, sizeof expected, "%s:{%s}:%s", prefix, tenant, what[i]);
+        cr_assert_str_eq(all[i], expected);
+        cr_assert_eq(strlen(all[i]), 64 + 2 + SL_TENANT_NAME_MAX + 2 + strlen(what[i]));
+    }
+    sl_tenant_keys_free(&k);
+}
+
+/* The eight keys are one block of text, each exactly as long as it
+ * needs: they follow each other, NUL after NUL, with nothing between. */
+Test(keys, the_keys_are_one_allocation_of_their_exact_text)
+{
+    sl_tenant_keys k;
+    cr_assert(sl_tenant_keys_init(&k, "p", "t"));
+    static const char text[] = "p:{t}:queue\0p:{t}:shape\0p:{t}:inflight\0p:{t}:jobs\0"
+                               "p:{t}:retry\0p:{t}:dlq\0p:{t}:settings\0p:{t}:events";
+    cr_assert_eq(k.queue, k.text);
+    cr_assert_eq(memcmp(k.text, text, sizeof text), 0);
+    cr_assert_eq(k.events + strlen(k.events) + 1, k.text + sizeof text);
+    sl_tenant_keys_free(&k);
+    cr_assert_null(k.text);
+    cr_assert_null(k.queue);
+    sl_tenant_keys_free(&k); /* zeroed: a no-op */
 }
 
 static bool tenant_of(const char *key, const char *prefix, char *out, size_t out_size)
@@ -95,9 +127,10 @@ Test(keys, the_tenant_of_a_queue_key)
 
     /* Round trip through the key builder. */
     sl_tenant_keys k;
-    sl_tenant_keys_init(&k, "px", "T-9");
+    cr_assert(sl_tenant_keys_init(&k, "px", "T-9"));
     cr_assert(tenant_of(k.queue, "px", out, sizeof out));
     cr_assert_str_eq(out, "T-9");
+    sl_tenant_keys_free(&k);
 }
 
 Test(keys, other_keys_and_other_prefixes_are_not_queue_keys)

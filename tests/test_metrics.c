@@ -138,11 +138,13 @@ Test(metrics, idle_tenants_show_no_series_and_labels_are_escaped)
     sl_tenant_metrics_init(&busy);
     atomic_store(&busy.active, true);
     sl_label_add(&busy.dead_reasons, "a\"b\\c\nd", 7, 1);
-    sl_tenant_view tenants[] = {{"idle", &idle}, {"busy", &busy}};
-    sl_process_view view = {.version = "x", .tenants = tenants, .tenant_count = 2};
+    /* a tenant that never had a job has no metrics at all (NULL) */
+    sl_tenant_view tenants[] = {{"idle", &idle}, {"busy", &busy}, {"never", NULL}};
+    sl_process_view view = {.version = "x", .tenants = tenants, .tenant_count = 3};
     char *text = render(&view);
-    assert_line(text, "sluice_tenants 2");
+    assert_line(text, "sluice_tenants 3");
     cr_assert_null(strstr(text, "tenant=\"idle\""), "an idle tenant costs no series");
+    cr_assert_null(strstr(text, "tenant=\"never\""), "nor one without metrics");
     assert_line(text, "sluice_dead_letters_total{tenant=\"busy\",reason=\"a\\\"b\\\\c\\nd\"} 1");
     free(text);
     sl_tenant_metrics_clear(&idle);

@@ -526,7 +526,7 @@ static void check_claim(const char *sha, sl_argv *args, const sl_tenant_keys *k,
 {
     char prefix[32];
     snprintf(prefix, sizeof prefix, "s%d.%d-", seq, step);
-    sl_claim_build(args, sha, p, prefix);
+    sl_claim_build(args, sha, k, p, prefix);
     const char **argv = sl_argv_finish(args);
     cr_assert_not_null(argv);
     redisReply *reply = redisCommandArgv(fx.conn, (int)args->count, argv, args->lengths);
@@ -595,7 +595,7 @@ static void check_claim_sequences(const char *stream, bool with_rules)
     sl_argv args;
     sl_argv_init(&args);
     sl_tenant_keys keys;
-    sl_tenant_keys_init(&keys, "prop", "t");
+    cr_assert(sl_tenant_keys_init(&keys, "prop", "t"));
     long claimed = 0, dead = 0, held = 0, stacked_dead = 0, released = 0;
 
     for (int seq = 0; seq < CLAIM_SEQUENCES; seq++) {
@@ -643,6 +643,7 @@ static void check_claim_sequences(const char *stream, bool with_rules)
         claim_model_free(&cm);
     }
     sl_argv_free(&args);
+    sl_tenant_keys_free(&keys);
     cr_assert_gt(claimed, CLAIM_SEQUENCES, "only %ld claimed", claimed);
     if (!with_rules) {
         cr_log_info("claim without limits: %ld claimed", claimed);

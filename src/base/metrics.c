@@ -147,7 +147,7 @@ static void emit_labelled(render *r, const char *metric, const char *tenant, con
 
 static bool shown(const sl_tenant_view *t)
 {
-    return atomic_load_explicit(&t->metrics->active, memory_order_relaxed);
+    return t->metrics && atomic_load_explicit(&t->metrics->active, memory_order_relaxed);
 }
 
 typedef uint64_t (*counter_of)(const sl_tenant_metrics *m);
@@ -185,7 +185,7 @@ static int64_t in_flight_of(const sl_tenant_metrics *m) { return sl_gauge_read(&
  * series, a paused one should be seen). */
 static bool settings_shown(const sl_tenant_view *t)
 {
-    return sl_gauge_read(&t->metrics->rate_milli) > 0 &&
+    return t->metrics && sl_gauge_read(&t->metrics->rate_milli) > 0 &&
            (shown(t) || sl_gauge_read(&t->metrics->paused) != 0);
 }
 
@@ -195,9 +195,9 @@ static void tenant_settings(render *r, const sl_process_view *v)
     family(r, "sluice_tenant_rate", "gauge",
            "The tenant's effective rate at its last claim (jobs/s): file, override or adaptive.");
     for (size_t i = 0; i < v->tenant_count; i++) {
-        int64_t milli = sl_gauge_read(&v->tenants[i].metrics->rate_milli);
         if (!settings_shown(&v->tenants[i]))
             continue;
+        int64_t milli = sl_gauge_read(&v->tenants[i].metrics->rate_milli);
         emit_tenant(r, "sluice_tenant_rate", v->tenants[i].name);
         emit(r, "} %" PRId64 ".%03" PRId64 "\n", milli / 1000, milli % 1000);
     }

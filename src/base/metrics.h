@@ -138,7 +138,7 @@ typedef struct sl_redis_metrics {
 
 typedef struct sl_tenant_view {
     const char *name;
-    const sl_tenant_metrics *metrics;
+    const sl_tenant_metrics *metrics; /* NULL: none yet, nothing shown */
 } sl_tenant_view;
 
 typedef struct sl_process_view {

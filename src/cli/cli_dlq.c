@@ -311,13 +311,15 @@ int sl_cli_dlq(int argc, char **argv)
         code = sl_cli_connect(&cli);
     if (code == SL_CLI_OK) {
         sl_tenant_keys keys;
-        sl_tenant_keys_init(&keys, cli.prefix, tenant);
-        if (is_list)
+        if (!sl_cli_tenant_keys(&cli, tenant, &keys))
+            code = SL_CLI_RUNTIME;
+        else if (is_list)
             code = dlq_list(&cli, &keys, limit, opts.json);
         else if (is_replay)
             code = dlq_replay(&cli, &keys, tenant, count);
         else
             code = dlq_purge(&cli, &keys, tenant);
+        sl_tenant_keys_free(&keys);
     }
     sl_cli_close(&cli);
     return code;

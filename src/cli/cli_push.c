@@ -147,10 +147,9 @@ static int validate(const job_list *jobs, const sl_job_rules *rules)
  * The SADD (a discovery aid) stays out of the transaction: in a Redis
  * Cluster the two keys live in different slots, and a tenant listed
  * whose push then failed is harmless. */
-static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
+static int push_all_to(sl_cli *cli, const char *tenant, const sl_tenant_keys *keys,
+                       const job_list *jobs)
 {
-    sl_tenant_keys keys;
-    sl_tenant_keys_init(&keys, cli->prefix, tenant);
     const char **argv = malloc((PUSH_BATCH + 2) * sizeof *argv);
     size_t *lens = malloc((PUSH_BATCH + 2) * sizeof *lens);
     if (!argv || !lens) {
@@ -164,24 +163,24 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
     /* Appending fails only when out of memory; what was queued is never
      * sent without its EXEC, so nothing is pushed. */
     bool queued = sl_cli_append(cli, tenants_key, "SADD %s %s", tenants_key, tenant) &&
-                  sl_cli_append(cli, keys.queue, "MULTI");
+                  sl_cli_append(cli, keys->queue, "MULTI");
     size_t commands = 0;
     for (size_t at = 0; queued && at < jobs->count; at += PUSH_BATCH) {
         size_t n = jobs->count - at < PUSH_BATCH ? jobs->count - at : PUSH_BATCH;
         argv[0] = "LPUSH";
         lens[0] = 5;
-        argv[1] = keys.queue;
-        lens[1] = strlen(keys.queue);
+        argv[1] = keys->queue;
+        lens[1] = strlen(keys->queue);
         for (size_t i = 0; i < n; i++) {
             argv[2 + i] = jobs->items[at + i];
             lens[2 + i] = jobs->lens[at + i];
         }
-        queued = sl_cli_append_argv(cli, keys.queue, (int)(n + 2), argv, lens);
+        queued = sl_cli_append_argv(cli, keys->queue, (int)(n + 2), argv, lens);
         commands++;
     }
     free(argv);
     free(lens);
-    if (!queued || !sl_cli_append(cli, keys.queue, "EXEC"))
+    if (!queued || !sl_cli_append(cli, keys->queue, "EXEC"))
         return SL_CLI_RUNTIME;
     /* SADD's count, MULTI's +OK and one +QUEUED per LPUSH; an error there
      * aborts EXEC. */
@@ -209,6 +208,17 @@ static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
         }
     }
     freeReplyObject(exec);
+    return code;
+}
+
+/* push_all_to the tenant's keys. */
+static int push_all(sl_cli *cli, const char *tenant, const job_list *jobs)
+{
+    sl_tenant_keys keys;
+    if (!sl_cli_tenant_keys(cli, tenant, &keys))
+        return SL_CLI_RUNTIME;
+    int code = push_all_to(cli, tenant, &keys, jobs);
+    sl_tenant_keys_free(&keys);
     return code;
 }
 

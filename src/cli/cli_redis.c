@@ -455,6 +455,14 @@ bool sl_cli_tenant_ok(const char *command, const char *tenant)
     return false;
 }
 
+bool sl_cli_tenant_keys(const sl_cli *cli, const char *tenant, sl_tenant_keys *keys)
+{
+    if (sl_tenant_keys_init(keys, cli->prefix, tenant))
+        return true;
+    fprintf(stderr, "sluice %s: out of memory naming the keys of %s\n", cli->command, tenant);
+    return false;
+}
+
 int sl_cli_print_json(const char *command, cJSON *root)
 {
     char *text = root ? cJSON_PrintUnformatted(root) : NULL;

@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "config/redis_url.h"
+#include "redis/keys.h"
 #include "redis/redis_client.h"
 
 enum { SL_CLI_OK = 0, SL_CLI_RUNTIME = 1, SL_CLI_USAGE = 2 };
@@ -125,6 +126,10 @@ int sl_cli_unexpected(const sl_cli *cli, const char *what);
 
 /* True if tenant is a valid name; else prints why for command. */
 bool sl_cli_tenant_ok(const char *command, const char *tenant);
+
+/* Fills keys with tenant's keys under cli's prefix (free them with
+ * sl_tenant_keys_free); false after printing why (out of memory). */
+bool sl_cli_tenant_keys(const sl_cli *cli, const char *tenant, sl_tenant_keys *keys);
 
 /* Prints root as one line of JSON and deletes it (root NULL: out of
  * memory). Returns SL_CLI_OK or SL_CLI_RUNTIME. */

@@ -194,13 +194,16 @@ static int measure(sl_cli *cli, stats_list *list)
         return SL_CLI_RUNTIME;
     for (size_t i = 0; i < list->count; i++) {
         sl_tenant_keys keys;
-        sl_tenant_keys_init(&keys, cli->prefix, list->items[i].name);
-        if (!sl_cli_append(cli, keys.queue, "LLEN %s", keys.queue) ||
-            !sl_cli_append(cli, keys.inflight, "ZCARD %s", keys.inflight) ||
-            !sl_cli_append(cli, keys.retry, "ZCARD %s", keys.retry) ||
-            !sl_cli_append(cli, keys.dlq, "LLEN %s", keys.dlq) ||
-            !sl_cli_append(cli, keys.shape, "HMGET %s next_free frac", keys.shape) ||
-            !sl_cli_append(cli, keys.settings, SETTINGS_HMGET, keys.settings))
+        if (!sl_cli_tenant_keys(cli, list->items[i].name, &keys))
+            return SL_CLI_RUNTIME;
+        bool queued = sl_cli_append(cli, keys.queue, "LLEN %s", keys.queue) &&
+                      sl_cli_append(cli, keys.inflight, "ZCARD %s", keys.inflight) &&
+                      sl_cli_append(cli, keys.retry, "ZCARD %s", keys.retry) &&
+                      sl_cli_append(cli, keys.dlq, "LLEN %s", keys.dlq) &&
+                      sl_cli_append(cli, keys.shape, "HMGET %s next_free frac", keys.shape) &&
+                      sl_cli_append(cli, keys.settings, SETTINGS_HMGET, keys.settings);
+        sl_tenant_keys_free(&keys);
+        if (!queued)
             return SL_CLI_RUNTIME;
     }
     redisReply *reply = sl_cli_reply(cli);

@@ -246,11 +246,9 @@ static void format_value(char *out, size_t size, const char *field, bool has, in
 
 /* Applies the changes atomically (retried while other changes race) and
  * prints each as "TENANT FIELD: OLD -> NEW". */
-static int apply_changes(sl_cli *cli, const char *tenant, change *changes, size_t n,
-                         const char *by_opt)
+static int apply_changes_to(sl_cli *cli, const char *tenant, const sl_tenant_keys *keys,
+                            change *changes, size_t n, const char *by_opt)
 {
-    sl_tenant_keys keys;
-    sl_tenant_keys_init(&keys, cli->prefix, tenant);
     char by[BY_MAX];
     if (by_opt)
         snprintf(by, sizeof by, "%s", by_opt);
@@ -265,7 +263,7 @@ static int apply_changes(sl_cli *cli, const char *tenant, change *changes, size_
         bool raced;
         for (size_t i = 0; i < n; i++)
             changes[i].value = asked[i];
-        int code = try_changes(cli, &keys, changes, n, by, &raced, old, had);
+        int code = try_changes(cli, keys, changes, n, by, &raced, old, had);
         if (code != SL_CLI_OK)
             return code;
         if (raced)
@@ -284,6 +282,18 @@ static int apply_changes(sl_cli *cli, const char *tenant, change *changes, size_
     return SL_CLI_RUNTIME;
 }
 
+/* apply_changes_to the tenant's keys. */
+static int apply_changes(sl_cli *cli, const char *tenant, change *changes, size_t n,
+                         const char *by_opt)
+{
+    sl_tenant_keys keys;
+    if (!sl_cli_tenant_keys(cli, tenant, &keys))
+        return SL_CLI_RUNTIME;
+    int code = apply_changes_to(cli, tenant, &keys, changes, n, by_opt);
+    sl_tenant_keys_free(&keys);
+    return code;
+}
+
 /* ---- show ---- */
 
 typedef struct shown {
@@ -298,14 +308,17 @@ typedef struct shown {
 static int read_shown(sl_cli *cli, const char *tenant, shown *out)
 {
     sl_tenant_keys keys;
-    sl_tenant_keys_init(&keys, cli->prefix, tenant);
+    if (!sl_cli_tenant_keys(cli, tenant, &keys))
+        return SL_CLI_RUNTIME;
     int code = read_settings(cli, &keys, &out->s);
     if (code == SL_CLI_OK)
         code = redis_now_ms(cli, &out->now_ms);
+    if (code == SL_CLI_OK)
+        out->events = sl_cli_command(cli, keys.events, "LRANGE %s 0 %d", keys.events,
+                                     EVENTS_SHOWN - 1);
+    sl_tenant_keys_free(&keys);
     if (code != SL_CLI_OK)
         return code;
-    out->events = sl_cli_command(cli, keys.events, "LRANGE %s 0 %d", keys.events,
-                                 EVENTS_SHOWN - 1);
     if (!out->events) {
         fprintf(stderr, "sluice %s: redis %s: %s\n", cli->command, cli->address, sl_cli_error(cli));
         return SL_CLI_RUNTIME;

@@ -67,14 +67,13 @@ typedef struct due_cursor {
 /* One tenant served by a worker thread. */
 struct tenant {
     sl_tenant_env *env;             /* the worker's, lent for the tenant's life */
-    char name[SL_TENANT_NAME_MAX + 1];
     const sl_tenant_config *config; /* the worker's config owns it */
     sl_claim_params claim;
     size_t concurrency;   /* the last claim's effective one (settings over file) */
     int64_t rate_milli;   /* the last claim's effective rate */
     bool rate_adaptive;   /* ... and it is the adaptive rate */
     int64_t heard_rate_milli; /* the newest rate a claim or (adaptive) ack reply named */
-    sl_claim_limit *limits;         /* owned, claim.limits points here */
+    sl_claim_limit *limits;         /* owned, claim.limits points here; NULL: none */
     sl_tenant_keys keys;
     sl_job_rules rules;
 
@@ -94,6 +93,9 @@ struct tenant {
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
     int64_t idle_ms;   /* polling backoff while the queue is empty */
     struct event *claim_timer;
+    /* release_timer, ack_timer, resend_timer and pace's log are made when
+     * the first jobs come (ready_for_jobs): most of many tenants stay idle
+     * and never pay for them. NULL until then. */
     struct event *release_timer;
 
     sl_ack_batch acks;    /* outcomes on their way to Redis (ack_batch.h) */
@@ -104,7 +106,11 @@ struct tenant {
     int64_t busy_us;      /* sl_tenant_busy_at */
     unsigned generation;  /* of the configuration config points into */
 
-    sl_tenant_metrics metrics; /* read by the admin thread's scrapes */
+    /* Read by the admin thread's scrapes. Made when a claim first finds
+     * something to show (metrics_made): NULL before, as an idle tenant
+     * shows no series. Only this thread stores it. */
+    _Atomic(sl_tenant_metrics *) metrics;
+    char name[]; /* as long as it is: allocated with the tenant */
 };
 
 static void release_due(tenant *t);
@@ -118,6 +124,37 @@ static void arm(struct event *timer, int64_t delay_us)
         delay_us = 0;
     struct timeval tv = {(time_t)(delay_us / 1000000), (suseconds_t)(delay_us % 1000000)};
     evtimer_add(timer, &tv);
+}
+
+/* A timer not made yet (ready_for_jobs) is not armed. */
+static void disarm(struct event *timer)
+{
+    if (timer)
+        evtimer_del(timer);
+}
+
+/* The tenant's metrics, on its own thread; not NULL once it holds jobs
+ * (ready_for_jobs). */
+static sl_tenant_metrics *metrics(const tenant *t)
+{
+    return atomic_load_explicit(&t->metrics, memory_order_relaxed);
+}
+
+/* The tenant's metrics, made the first time; NULL if out of memory (what
+ * they would count is not counted). */
+static sl_tenant_metrics *metrics_made(tenant *t)
+{
+    sl_tenant_metrics *m = metrics(t);
+    if (m)
+        return m;
+    if (!(m = malloc(sizeof *m))) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory making a tenant's metrics\" tenant=%s", t->name);
+        return NULL;
+    }
+    sl_tenant_metrics_init(m);
+    /* release: a scrape that sees the pointer sees them initialised */
+    atomic_store_explicit(&t->metrics, m, memory_order_release);
+    return m;
 }
 
 static void job_free(job *j)
@@ -138,7 +175,7 @@ static void push_waiting(tenant *t, job *j)
         t->head = j;
     t->tail = j;
     t->waiting++;
-    sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
+    sl_gauge_set(&metrics(t)->waiting, (int64_t)t->waiting);
 }
 
 /* The head j leaves the queue: it was counted first, if at all. */
@@ -159,7 +196,7 @@ static job *pop_waiting(tenant *t)
     cursor_pop(&t->due, j);
     cursor_pop(&t->stale, j);
     t->waiting--;
-    sl_gauge_set(&t->metrics.waiting, (int64_t)t->waiting);
+    sl_gauge_set(&metrics(t)->waiting, (int64_t)t->waiting);
     j->next = NULL;
     return j;
 }
@@ -172,7 +209,7 @@ static void link_flying(tenant *t, job *j)
         t->flying->prev_flying = j;
     t->flying = j;
     t->in_flight++;
-    sl_gauge_set(&t->metrics.in_flight, (int64_t)t->in_flight);
+    sl_gauge_set(&metrics(t)->in_flight, (int64_t)t->in_flight);
 }
 
 static void unlink_flying(tenant *t, job *j)
@@ -184,7 +221,7 @@ static void unlink_flying(tenant *t, job *j)
     if (j->next_flying)
         j->next_flying->prev_flying = j->prev_flying;
     t->in_flight--;
-    sl_gauge_set(&t->metrics.in_flight, (int64_t)t->in_flight);
+    sl_gauge_set(&metrics(t)->in_flight, (int64_t)t->in_flight);
 }
 
 /* ---- acks ---- */
@@ -273,7 +310,7 @@ static void add_adaptive_op(tenant *t)
 static void ack_flush(tenant *t)
 {
     sl_ack_batch *b = &t->acks;
-    evtimer_del(t->ack_timer);
+    disarm(t->ack_timer);
     if (t->outcomes.used > 0)
         add_adaptive_op(t);
     if (!sl_ack_batch_take(b, sl_redis_client_sha(t->env->redis, "ack"), &t->keys, t->name))
@@ -313,7 +350,7 @@ static void release_job(tenant *t, job *j)
     /* The batch's size so far orders the jobs handed back within it. */
     sl_ack_release(&t->acks.filling, j->id, j->lease, (int64_t)t->acks.filling.count);
     sl_ack_batch_lease(&t->acks, j->lease);
-    sl_counter_add(&t->metrics.released, 1);
+    sl_counter_add(&metrics(t)->released, 1);
     ack_added(t);
     job_free(j);
 }
@@ -323,8 +360,8 @@ static void dead_letter_job(tenant *t, job *j, const char *reason, int status, b
 {
     sl_ack_dead(&t->acks.filling, j->id, j->lease, reason, status, attempted, error);
     sl_ack_batch_lease(&t->acks, j->lease);
-    sl_counter_add(&t->metrics.dead_lettered, 1);
-    sl_label_add(&t->metrics.dead_reasons, reason, strlen(reason), 1);
+    sl_counter_add(&metrics(t)->dead_lettered, 1);
+    sl_label_add(&metrics(t)->dead_reasons, reason, strlen(reason), 1);
     ack_added(t);
     job_free(j);
 }
@@ -333,7 +370,7 @@ static void retry_job(tenant *t, job *j, int64_t delay_us, const char *error)
 {
     sl_ack_retry(&t->acks.filling, j->id, j->lease, delay_us, error);
     sl_ack_batch_lease(&t->acks, j->lease);
-    sl_counter_add(&t->metrics.retried, 1);
+    sl_counter_add(&metrics(t)->retried, 1);
     job_free(j);
 }
 
@@ -396,8 +433,8 @@ static void on_delivered(void *arg, const sl_http_result *result)
     job *j = arg;
     tenant *t = j->tenant;
     unlink_flying(t, j);
-    sl_status_add(&t->metrics.responses, result->status);
-    sl_histogram_observe(&t->metrics.latency, &sl_latency_bounds, result->elapsed_us);
+    sl_status_add(&metrics(t)->responses, result->status);
+    sl_histogram_observe(&metrics(t)->latency, &sl_latency_bounds, result->elapsed_us);
 
     const sl_retry_config *retry = &t->config->retry;
     sl_outcome outcome = sl_outcome_decide(result->status, result->retry_after,
@@ -423,7 +460,7 @@ static void on_delivered(void *arg, const sl_http_result *result)
     case SL_OUTCOME_DELIVERED:
         sl_ack_done(&t->acks.filling, j->id, j->lease);
         sl_ack_batch_lease(&t->acks, j->lease);
-        sl_counter_add(&t->metrics.delivered, 1);
+        sl_counter_add(&metrics(t)->delivered, 1);
         job_free(j);
         break;
     case SL_OUTCOME_PAUSE_RETRY:
@@ -535,7 +572,7 @@ static int64_t head_departure(const tenant *t, sl_pace_due due)
  * pace. */
 static void note_departure(tenant *t, const job *j, sl_pace_due due)
 {
-    sl_histogram_observe(&t->metrics.lateness, &sl_lateness_bounds, due.now_us - j->send_at_us);
+    sl_histogram_observe(&metrics(t)->lateness, &sl_lateness_bounds, due.now_us - j->send_at_us);
     sl_pace_note(&t->pace, &t->pace_rules, j->slot_us, due);
 }
 
@@ -586,9 +623,31 @@ static void schedule_claim(tenant *t, int64_t delay_us)
     arm(t->claim_timer, delay_us);
 }
 
+/* Gives the pace the log of rules, if it has one yet (ready_for_jobs
+ * makes it); false if out of memory, the pace unchanged. */
+static bool reset_pace(tenant *t, const sl_pace_rules *rules)
+{
+    return !t->pace.marks || sl_pace_reset(&t->pace, rules);
+}
+
+/* Makes what a tenant needs once it holds jobs (their timers, the pace's
+ * log, the metrics), the first time; false if out of memory (what was made is kept). */
+static bool ready_for_jobs(tenant *t)
+{
+    struct event_base *base = t->env->base;
+    if (!t->release_timer)
+        t->release_timer = evtimer_new(base, on_release_timer, t);
+    if (!t->ack_timer)
+        t->ack_timer = evtimer_new(base, on_ack_timer, t);
+    if (!t->resend_timer)
+        t->resend_timer = evtimer_new(base, on_resend_timer, t);
+    return t->release_timer && t->ack_timer && t->resend_timer &&
+           (t->pace.marks || sl_pace_reset(&t->pace, &t->pace_rules)) && metrics_made(t);
+}
+
 static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
 {
-    sl_histogram_observe(&t->metrics.shaping_delay, &sl_shaping_delay_bounds,
+    sl_histogram_observe(&metrics(t)->shaping_delay, &sl_shaping_delay_bounds,
                          c->slot_us - claim_now_us);
     /* One allocation: the job, then its id and element behind it. */
     job *j = calloc(1, sizeof *j + c->id_len + 1 + c->job_len + 1);
@@ -611,9 +670,14 @@ static void accept_job(tenant *t, const sl_claimed_job *c, int64_t claim_now_us)
     push_waiting(t, j);
 }
 
+/* Counts a claim's reply in the metrics; those of an idle tenant (no job
+ * claimed or dead-lettered yet) are not made for it. */
 static void count_claim(tenant *t, const sl_claim_result *result)
 {
-    sl_tenant_metrics *m = &t->metrics;
+    bool shows = result->job_count > 0 || result->dead_lettered > 0;
+    sl_tenant_metrics *m = shows ? metrics_made(t) : metrics(t);
+    if (!m)
+        return;
     sl_gauge_set(&m->queue_depth, result->queue_len);
     sl_counter_add(&m->claimed, result->job_count);
     sl_counter_add(&m->dead_lettered, (uint64_t)result->dead_lettered);
@@ -624,7 +688,7 @@ static void count_claim(tenant *t, const sl_claim_result *result)
         sl_claim_dead_reason(result, i, &reason, &len, &n);
         sl_label_add(&m->dead_reasons, reason, len, (uint64_t)n);
     }
-    if (result->job_count > 0 || result->dead_lettered > 0)
+    if (shows)
         atomic_store_explicit(&m->active, true, memory_order_relaxed);
 }
 
@@ -637,18 +701,22 @@ static void count_claim(tenant *t, const sl_claim_result *result)
  * the next claims look ahead by it. */
 static void apply_settings(tenant *t, const sl_claim_result *r)
 {
-    sl_gauge_set(&t->metrics.paused, r->paused_until_ms > 0 ? 1 : 0);
+    /* a paused tenant shows its rate and pause, even idle (metrics.c) */
+    sl_tenant_metrics *m = r->paused_until_ms > 0 ? metrics_made(t) : metrics(t);
+    if (m)
+        sl_gauge_set(&m->paused, r->paused_until_ms > 0 ? 1 : 0);
     if (r->concurrency > 0)
         t->concurrency = (size_t)r->concurrency;
     if (r->rate_milli <= 0)
         return;
     t->rate_adaptive = r->rate_source == SL_RATE_ADAPTIVE;
     t->heard_rate_milli = r->rate_milli;
-    sl_gauge_set(&t->metrics.rate_milli, r->rate_milli);
+    if (m)
+        sl_gauge_set(&m->rate_milli, r->rate_milli);
     if (r->rate_milli == t->rate_milli)
         return;
     sl_pace_rules pace_rules = sl_pace_rules_for(r->rate_milli);
-    if (!sl_pace_reset(&t->pace, &pace_rules))
+    if (!reset_pace(t, &pace_rules))
         return; /* out of memory: the old pace holds; the next reply tries again */
     t->pace_rules = pace_rules;
     t->rate_milli = r->rate_milli;
@@ -694,6 +762,12 @@ static void on_claim_reply(redisReply *reply, void *arg)
         return;
     }
     sl_redis_clock_observe(&env->clock, result.now_us, t->claim_sent_us, received);
+    if (result.job_count > 0 && !ready_for_jobs(t)) {
+        SL_LOG(SL_LOG_ERROR, "msg=\"out of memory taking claimed jobs; their leases will return them\" tenant=%s jobs=%zu",
+               t->name, result.job_count);
+        schedule_claim(t, SL_CLAIM_RETRY_AFTER_ERROR_US);
+        return;
+    }
     count_claim(t, &result);
     apply_settings(t, &result);
     if (result.job_count > 0 || result.dead_lettered > 0 || result.queue_len > 0 || result.next_us != 0)
@@ -739,7 +813,7 @@ void sl_tenant_claim(tenant *t)
     char id_prefix[SL_CLAIM_ID_PREFIX_SIZE + 1];
     sl_claim_id_prefix(sl_random_u64(&env->rng), id_prefix);
     strcat(id_prefix, ".");
-    sl_claim_build(&env->claim_argv, sha, &t->claim, id_prefix);
+    sl_claim_build(&env->claim_argv, sha, &t->keys, &t->claim, id_prefix);
     const char **argv = sl_argv_finish(&env->claim_argv);
     t->claim_sent_us = sl_realtime_us();
     if (argv && sl_redis_client_send(env->redis, t->keys.queue, (int)env->claim_argv.count, argv,
@@ -770,9 +844,11 @@ static void on_claim_timer(evutil_socket_t fd, short kind, void *arg)
 static bool apply_rules(tenant *t, const sl_tenant_config *config)
 {
     const sl_config *process = t->env->config;
-    sl_claim_limit *limits = calloc(config->limit_count + 1, sizeof *limits);
+    /* none for a tenant without limits, as most are */
+    sl_claim_limit *limits =
+        config->limit_count ? calloc(config->limit_count, sizeof *limits) : NULL;
     sl_pace_rules pace_rules = sl_pace_rules_for(config->rate_milli);
-    if (!limits || !sl_pace_reset(&t->pace, &pace_rules)) {
+    if ((config->limit_count && !limits) || !reset_pace(t, &pace_rules)) {
         free(limits);
         return false;
     }
@@ -824,22 +900,18 @@ static bool apply_rules(tenant *t, const sl_tenant_config *config)
 
 tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_config *config)
 {
-    tenant *t = calloc(1, sizeof *t);
+    size_t name_size = strlen(name) + 1;
+    tenant *t = calloc(1, sizeof *t + name_size);
     if (!t)
         return NULL;
     t->env = env;
-    snprintf(t->name, sizeof t->name, "%s", name);
-    sl_tenant_metrics_init(&t->metrics);
-    sl_tenant_keys_init(&t->keys, env->config->prefix, t->name);
+    memcpy(t->name, name, name_size);
     t->idle_ms = SL_IDLE_MIN_MS;
     t->busy_us = sl_realtime_us();
     sl_ack_batch_init(&t->acks);
     t->claim_timer = evtimer_new(env->base, on_claim_timer, t);
-    t->release_timer = evtimer_new(env->base, on_release_timer, t);
-    t->ack_timer = evtimer_new(env->base, on_ack_timer, t);
-    t->resend_timer = evtimer_new(env->base, on_resend_timer, t);
-    if (!apply_rules(t, config) || !t->claim_timer || !t->release_timer || !t->ack_timer ||
-        !t->resend_timer) {
+    if (!sl_tenant_keys_init(&t->keys, env->config->prefix, t->name) || !apply_rules(t, config) ||
+        !t->claim_timer) {
         sl_tenant_free(t);
         return NULL;
     }
@@ -888,7 +960,11 @@ void sl_tenant_free(tenant *t)
     sl_ack_batch_free(&t->acks);
     free(t->limits);
     sl_pace_free(&t->pace);
-    sl_tenant_metrics_clear(&t->metrics);
+    sl_tenant_keys_free(&t->keys);
+    sl_tenant_metrics *m = metrics(t);
+    if (m)
+        sl_tenant_metrics_clear(m);
+    free(m);
     free(t);
 }
 
@@ -904,7 +980,7 @@ void sl_tenant_resume(tenant *t)
 void sl_tenant_drain(tenant *t)
 {
     evtimer_del(t->claim_timer);
-    evtimer_del(t->release_timer);
+    disarm(t->release_timer);
     while (t->head)
         release_job(t, pop_waiting(t));
     ack_flush(t);
@@ -932,7 +1008,8 @@ const char *sl_tenant_name(const tenant *t)
 
 const sl_tenant_metrics *sl_tenant_metrics_of(const tenant *t)
 {
-    return &t->metrics;
+    /* acquire: pairs with metrics_made's release */
+    return atomic_load_explicit(&t->metrics, memory_order_acquire);
 }
 
 int64_t sl_tenant_busy_at(const tenant *t)

@@ -50,7 +50,9 @@ tenant *sl_tenant_new(sl_tenant_env *env, const char *name, const sl_tenant_conf
 void sl_tenant_free(tenant *t);
 /* The tenant's name (owned by t). */
 const char *sl_tenant_name(const tenant *t);
-/* The tenant's metrics (owned by t; written on the worker's thread only). */
+/* The tenant's metrics (owned by t; written on the worker's thread only),
+ * from any thread; NULL until a claim first took or dead-lettered a job or
+ * found the tenant paused (an idle tenant has none to show). */
 const sl_tenant_metrics *sl_tenant_metrics_of(const tenant *t);
 /* Claims now if nothing stops it (one claim at a time, Redis ready, not draining). */
 void sl_tenant_claim(tenant *t);

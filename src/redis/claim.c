@@ -21,26 +21,25 @@ void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE])
     out[SL_CLAIM_ID_PREFIX_SIZE - 1] = '\0';
 }
 
-void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const char *id_prefix)
+void sl_claim_build(sl_argv *a, const char *sha, const sl_tenant_keys *keys,
+                    const sl_claim_params *p, const char *id_prefix)
 {
-    sl_tenant_keys keys;
-    sl_tenant_keys_init(&keys, p->prefix, p->tenant);
     sl_argv_reset(a);
     sl_argv_add_str(a, "EVALSHA");
     sl_argv_add_str(a, sha);
     sl_argv_add_int(a, (int64_t)(CLAIM_FIXED_KEYS + p->limit_count + 1));
-    sl_argv_add_str(a, keys.queue);
-    sl_argv_add_str(a, keys.shape);
-    sl_argv_add_str(a, keys.inflight);
-    sl_argv_add_str(a, keys.jobs);
-    sl_argv_add_str(a, keys.retry);
-    sl_argv_add_str(a, keys.dlq);
+    sl_argv_add_str(a, keys->queue);
+    sl_argv_add_str(a, keys->shape);
+    sl_argv_add_str(a, keys->inflight);
+    sl_argv_add_str(a, keys->jobs);
+    sl_argv_add_str(a, keys->retry);
+    sl_argv_add_str(a, keys->dlq);
     for (size_t i = 0; i < p->limit_count; i++) {
         char key[SL_KEY_MAX];
         sl_limit_key(key, p->prefix, p->tenant, p->limits[i].name);
         sl_argv_add_str(a, key);
     }
-    sl_argv_add_str(a, keys.settings);
+    sl_argv_add_str(a, keys->settings);
     sl_argv_add_int(a, p->capacity);
     sl_argv_add_int(a, p->rate_milli);
     sl_argv_add_str(a, p->overflow_dead_letter ? "dead-letter" : "wait");

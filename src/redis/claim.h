@@ -84,9 +84,11 @@ typedef struct sl_claim_result {
  * its id twice in Redis). */
 void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE]);
 
-/* Resets a and builds EVALSHA sha ... for lua/claim.lua. id_prefix must be
- * unique per call (random): claimed jobs get ids id_prefix + "." + hex index. */
-void sl_claim_build(sl_argv *a, const char *sha, const sl_claim_params *p, const char *id_prefix);
+/* Resets a and builds EVALSHA sha ... for lua/claim.lua on keys (p's
+ * tenant's, under p's prefix; copied into a). id_prefix must be unique per
+ * call (random): claimed jobs get ids id_prefix + "." + hex index. */
+void sl_claim_build(sl_argv *a, const char *sha, const sl_tenant_keys *keys,
+                    const sl_claim_params *p, const char *id_prefix);
 
 /* Reads claim.lua's reply into out and jobs (at most max_jobs; the script
  * never returns more than the batch). False with a message on a malformed

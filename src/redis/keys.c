@@ -1,25 +1,40 @@
 /* keys.c - see keys.h. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/tenant_name.h"
 #include "redis/keys.h"
 
-static void tenant_key(char *out, const char *prefix, const char *tenant, const char *what)
+bool sl_tenant_keys_init(sl_tenant_keys *keys, const char *prefix, const char *tenant)
 {
-    snprintf(out, SL_KEY_MAX, "%s:{%s}:%s", prefix, tenant, what);
+    static const char *const what[] = {"queue", "shape", "inflight", "jobs",
+                                       "retry", "dlq",   "settings", "events"};
+    enum { KEY_COUNT = sizeof what / sizeof what[0] };
+    const char **slot[KEY_COUNT] = {&keys->queue, &keys->shape, &keys->inflight, &keys->jobs,
+                                    &keys->retry, &keys->dlq,   &keys->settings, &keys->events};
+    *keys = (sl_tenant_keys){0};
+    /* "<prefix>:{<tenant>}:<what>" and its NUL, for each */
+    size_t common = strlen(prefix) + strlen(tenant) + 4 + 1;
+    size_t size = 0;
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        size += common + strlen(what[i]);
+    char *text = malloc(size);
+    if (!text)
+        return false;
+    char *at = text;
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        *slot[i] = at;
+        at += snprintf(at, (size_t)(text + size - at), "%s:{%s}:%s", prefix, tenant, what[i]) + 1;
+    }
+    keys->text = text;
+    return true;
 }
 
-void sl_tenant_keys_init(sl_tenant_keys *keys, const char *prefix, const char *tenant)
+void sl_tenant_keys_free(sl_tenant_keys *keys)
 {
-    tenant_key(keys->queue, prefix, tenant, "queue");
-    tenant_key(keys->shape, prefix, tenant, "shape");
-    tenant_key(keys->inflight, prefix, tenant, "inflight");
-    tenant_key(keys->jobs, prefix, tenant, "jobs");
-    tenant_key(keys->retry, prefix, tenant, "retry");
-    tenant_key(keys->dlq, prefix, tenant, "dlq");
-    tenant_key(keys->settings, prefix, tenant, "settings");
-    tenant_key(keys->events, prefix, tenant, "events");
+    free(keys->text);
+    *keys = (sl_tenant_keys){0};
 }
 
 void sl_limit_key(char *out, const char *prefix, const char *tenant, const char *limit_name)

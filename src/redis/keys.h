@@ -5,23 +5,32 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Longest key: prefix (64) + tenant (128) + ":{" "}:" + "limit:" + limit name (64). */
+/* Longest key: prefix (64) + tenant (128) + ":{" "}:" + "limit:" + limit name (64).
+ * The buffers of built-on-the-spot keys (sl_limit_key, a pattern) are this big. */
 #define SL_KEY_MAX 288
 
+/* A tenant's keys, each as long as its text: one allocation holds all
+ * eight, one after the other (a tenant costs what its names need, not
+ * eight SL_KEY_MAX buffers: 10,000 idle tenants are kept in memory). */
 typedef struct sl_tenant_keys {
-    char queue[SL_KEY_MAX];
-    char shape[SL_KEY_MAX];
-    char inflight[SL_KEY_MAX];
-    char jobs[SL_KEY_MAX];
-    char retry[SL_KEY_MAX];
-    char dlq[SL_KEY_MAX];
-    char settings[SL_KEY_MAX]; /* live overrides (SPEC section 9) */
-    char events[SL_KEY_MAX];   /* their changes, JSON, newest first */
+    const char *queue;
+    const char *shape;
+    const char *inflight;
+    const char *jobs;
+    const char *retry;
+    const char *dlq;
+    const char *settings; /* live overrides (SPEC section 9) */
+    const char *events;   /* their changes, JSON, newest first */
+    char *text;           /* owned: the eight strings above point into it */
 } sl_tenant_keys;
 
-/* Fills every key of `tenant` under `prefix` ("sluice:{T}:queue", ...).
- * The hash tag {T} puts them all in one Redis Cluster slot. */
-void sl_tenant_keys_init(sl_tenant_keys *keys, const char *prefix, const char *tenant);
+/* Fills every key of `tenant` under `prefix` ("sluice:{T}:queue", ...);
+ * free them with sl_tenant_keys_free. The hash tag {T} puts them all in
+ * one Redis Cluster slot. False if out of memory: keys zeroed. */
+bool sl_tenant_keys_init(sl_tenant_keys *keys, const char *prefix, const char *tenant);
+
+/* Frees what keys owns and zeroes it; a zeroed keys is a no-op. */
+void sl_tenant_keys_free(sl_tenant_keys *keys);
 
 /* Writes "<prefix>:{<tenant>}:limit:<name>" into out (SL_KEY_MAX bytes). */
 void sl_limit_key(char *out, const char *prefix, const char *tenant, const char *limit_name);
