@@ -452,6 +452,7 @@ typedef struct sim_fleet {
     uint64_t seed;
     const sim_machine *machines; /* k of them */
     bool counted;
+    bool made_up; /* the run is long enough for stalls' debts to be made up */
 } sim_fleet;
 
 static uint64_t xorshift(uint64_t *s)
@@ -569,10 +570,11 @@ static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
         int64_t late = late_max ? (int64_t)(xorshift(&m->rng) % (late_max + 1)) : 0;
         m->wake = now + sl_departure_wait_us(at, now, (int64_t)(1e6 / f->rate)) + late;
     }
-    /* Where the fleet has no room to catch up (pacing.h), the debt of a
-     * stall is kept: never more than it and a claim's slots. */
+    /* A member of a fleet catches up only in its turns (pacing.h), and not
+     * at all where the fleet has no room: a short run may end with the
+     * debt of a stall kept, never more than it and a claim's slots. */
     int64_t made_up = 3000;
-    if (r.fleet_slack < 0)
+    if (!f->made_up || r.fleet_slack < 0)
         made_up += f->machines[0].stall_us + lookahead;
     for (size_t k = 0; k < f->k; k++) {
         sim_member *m = &ms[k];
@@ -620,13 +622,20 @@ Test(pacing, a_gap_between_its_slots_puts_a_process_in_a_fleet)
     sl_pace_note(&p, &r, 1000000, one);
     sl_pace_note(&p, &r, 1001001, owed(1001001, 1, 0));
     /* alone, a late job is held by the pace only */
-    sl_pace_due late = owed(1050000, 40, 40);
+    sl_pace_due late = owed(1052000, 40, 40);
     late.next_us = 1060000;
     late.backlog = true;
     int64_t alone = sl_pace_allows_at(&p, &r, late);
     /* a claim whose first slot is 1.5 intervals on: others hold one */
     sl_pace_claimed(&p, &r, INT64_MIN, 1001000, 1002501, 1002501);
     cr_assert_eq(p.fleet_until_us, 1002501 + 10 * r.window_us, "in a fleet for 10 W");
+    cr_assert_eq(sl_pace_allows_at(&p, &r, late), 1060000, "outside its turns, it keeps its level");
+    /* the slot drawn in the period at 1,050 ms gives it that turn (1,051
+     * to 1,099 ms, a guard of 1 ms at each end) */
+    int64_t drawn = sl_pace_turn_drawn_at(&r, 1050000);
+    cr_assert_geq(drawn, 1050000);
+    cr_assert_lt(drawn, 1100000);
+    sl_pace_claimed(&p, &r, 1002501, 1001000, drawn, drawn);
     cr_assert_eq(sl_pace_allows_at(&p, &r, late), alone, "nothing owed above what it owes");
     late.now_us = p.fleet_until_us;
     cr_assert_eq(sl_pace_allows_at(&p, &r, late), alone, "alone again after 10 W");
@@ -680,55 +689,114 @@ static void in_a_fleet(sl_pace *p, const sl_pace_rules *r)
     sl_pace_note(p, r, 950000, owed(950000, 1, 0));
 }
 
+/* A job's due counts with more slots of its own to come. */
+static sl_pace_due owed_more(int64_t now, int64_t count, int64_t stale, int64_t next_us)
+{
+    sl_pace_due due = owed(now, count, stale);
+    due.next_us = next_us;
+    due.backlog = true;
+    return due;
+}
+
 Test(pacing, in_a_fleet_a_late_process_waits_while_the_others_slots_pass)
 {
-    /* 1,000/s, slack 1: a fleet's catch-up may lower the debt by 2 in any
-     * W. Its slots 981..1,000 ms came during a stall (the others held
-     * 951..980 ms); at 1,000 ms it owes 20, 19 of them for more than 1 ms
-     * (the level). It sends 3, which leaves 17 owed; a fourth would leave
-     * 16, 3 below the level. It waits until that level is W ago, or until
-     * its next slot comes (the others' slots meanwhile are theirs) */
+    /* 1,000/s, slack 1: in its turn a member's catch-up may lower its debt
+     * by 2 in any W. Its slots 1,041..1,060 ms came during a stall (the
+     * others held 951..1,040 ms); the period at 1,050 ms is its turn (it
+     * claimed the slot drawn there). At 1,060 ms it owes 20,
+     * 19 of them for more than 1 ms (the level). It sends 3, which leaves
+     * 17 owed; a fourth would leave 16, 3 below the level. It waits until
+     * that level is W ago, or until its next slot comes (the others' slots
+     * meanwhile are theirs) */
     sl_pace p = {0};
     sl_pace_rules r = sl_pace_rules_for(1000000);
     in_a_fleet(&p, &r);
-    sl_pace_claimed(&p, &r, 950000, 950000, 981000, 981000);
-    for (int64_t slot = 982000; slot <= 1001000; slot += 1000)
+    sl_pace_claimed(&p, &r, 950000, 950000, 1041000, 1041000);
+    for (int64_t slot = 1042000; slot <= 1061000; slot += 1000)
         sl_pace_claimed(&p, &r, slot - 1000, 950000, slot, slot);
-    sl_pace_note(&p, &r, 981000, owed(1000000, 20, 19));
-    sl_pace_note(&p, &r, 982000, owed(1000000, 19, 18));
-    cr_assert_leq(sl_pace_allows_at(&p, &r, owed(1000000, 18, 17)), 1000000);
-    sl_pace_note(&p, &r, 983000, owed(1000000, 18, 17));
-    sl_pace_due left = owed(1000000, 17, 16);
-    left.next_us = 1001000 - SL_SEND_EARLY_US;
+    int64_t drawn = sl_pace_turn_drawn_at(&r, 1050000);
+    sl_pace_claimed(&p, &r, 1061000, 950000, drawn, drawn);
+    int64_t next = 1061000 - SL_SEND_EARLY_US;
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed_more(1060000, 20, 19, next)), 1060000);
+    sl_pace_note(&p, &r, 1041000, owed_more(1060000, 20, 19, next));
+    sl_pace_note(&p, &r, 1042000, owed_more(1060000, 19, 18, next));
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed_more(1060000, 18, 17, next)), 1060000);
+    sl_pace_note(&p, &r, 1043000, owed_more(1060000, 18, 17, next));
+    sl_pace_due left = owed_more(1060000, 17, 16, next);
     cr_assert_eq(sl_pace_allows_at(&p, &r, left), left.next_us, "held until its next slot comes");
     /* with no slot of its own claimed, it waits for its next claim (whose
      * reply wakes it; W at most) while the queue has more; when not, the
      * fleet's backlog is over: it paces as if alone */
     left.next_us = INT64_MAX;
-    left.backlog = true;
-    cr_assert_eq(sl_pace_allows_at(&p, &r, left), 1000000 + r.window_us);
+    cr_assert_eq(sl_pace_allows_at(&p, &r, left), 1060000 + r.window_us);
     left.backlog = false;
-    cr_assert_leq(sl_pace_allows_at(&p, &r, left), 1001000);
+    cr_assert_leq(sl_pace_allows_at(&p, &r, left), 1061000);
     /* held by its level, it may go once that is W ago (W/8 to spare) */
-    left.next_us = 1200000;
+    left = owed_more(1060000, 17, 16, 1260000);
     int64_t at = sl_pace_allows_at(&p, &r, left);
-    cr_assert_geq(at, 1100000, "held until %lld us", (long long)at);
-    cr_assert_leq(at, 1100000 + r.window_us / 8 + 1, "held until %lld us", (long long)at);
+    cr_assert_geq(at, 1160000, "held until %lld us", (long long)at);
+    cr_assert_leq(at, 1160000 + r.window_us / 8 + 1, "held until %lld us", (long long)at);
     /* a slot came: 18 owed, the level is kept, it may go */
-    cr_assert_leq(sl_pace_allows_at(&p, &r, owed(1001000, 18, 17)), 1001000);
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed_more(1061000, 18, 17, 1062000)), 1061000);
+    /* past its turn (which ends 1 ms before 1,100 ms; it owns no later
+     * one) it keeps its level: one job per slot of its own, none beyond */
+    sl_pace_due after = owed_more(1099000, 17, 17, 1100000);
+    cr_assert_eq(sl_pace_allows_at(&p, &r, after), 1100000, "its level is kept after its turn");
     /* alone, the same departures are held by the pace only */
     sl_pace alone = {0};
     cr_assert(sl_pace_reset(&alone, &r));
-    for (int64_t slot = 900000; slot < 981000; slot += 1000) {
+    for (int64_t slot = 900000; slot < 1041000; slot += 1000) {
         sl_pace_claimed(&alone, &r, slot - 1000, 890000, slot, slot);
         sl_pace_note(&alone, &r, slot, owed(slot, 1, 0));
     }
-    sl_pace_note(&alone, &r, 981000, owed(1000000, 20, 19));
-    sl_pace_note(&alone, &r, 982000, owed(1000000, 19, 18));
-    sl_pace_note(&alone, &r, 983000, owed(1000000, 18, 17));
-    cr_assert_leq(sl_pace_allows_at(&alone, &r, owed(1000000, 17, 16)), 1001000);
+    sl_pace_note(&alone, &r, 1041000, owed_more(1060000, 20, 19, next));
+    sl_pace_note(&alone, &r, 1042000, owed_more(1060000, 19, 18, next));
+    sl_pace_note(&alone, &r, 1043000, owed_more(1060000, 18, 17, next));
+    cr_assert_leq(sl_pace_allows_at(&alone, &r, owed_more(1060000, 17, 16, next)), 1061000);
     sl_pace_free(&alone);
     sl_pace_free(&p);
+}
+
+Test(pacing, a_period_s_turn_belongs_to_one_member_at_most)
+{
+    /* Two members claim a schedule's slots in runs of 1 to 40 in turn, at
+     * rates whose interval is and is not a whole microsecond: at no time
+     * are both in a turn, and turns come to each */
+    int64_t rates[] = {1000000, 3333000, 20000000};
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+        sl_pace_rules r = sl_pace_rules_for(rates[i]);
+        uint64_t rng = 7919;
+        sl_pace ms[2] = {{0}, {0}};
+        cr_assert(sl_pace_reset(&ms[0], &r));
+        cr_assert(sl_pace_reset(&ms[1], &r));
+        int64_t turns[2] = {0, 0};
+        size_t slot = 0, k = 0;
+        for (int64_t now = 1000000; now < 4000000; now += 500) {
+            /* claim what lies within 20 ms, in runs */
+            while (1000000 + (int64_t)slot * r.interval_ns / 1000 < now + 20000) {
+                size_t run = 1 + (size_t)(xorshift(&rng) % 40);
+                for (size_t j = 0; j < run; j++, slot++) {
+                    int64_t s = (int64_t)(1000000 + (int64_t)slot * r.interval_ns / 1000);
+                    sl_pace_claimed(&ms[k], &r, INT64_MIN, now, s, s);
+                }
+                k = 1 - k;
+            }
+            bool in[2];
+            for (size_t m = 0; m < 2; m++) {
+                /* in a fleet, late, 100 owed: the slack lets it go, -1 not */
+                ms[m].fleet_until_us = INT64_MAX;
+                ms[m].started = true;
+                in[m] = sl_pace_allows_at(&ms[m], &r, owed_more(now, 100, 100, now + 1000)) <= now;
+                turns[m] += in[m];
+            }
+            cr_assert(!(in[0] && in[1]), "%lld/s: both in a turn at %lld us",
+                      (long long)rates[i] / 1000, (long long)now);
+        }
+        cr_assert_gt(turns[0], 0);
+        cr_assert_gt(turns[1], 0);
+        sl_pace_free(&ms[0]);
+        sl_pace_free(&ms[1]);
+    }
 }
 
 Test(pacing, in_a_fleet_at_100_per_s_a_late_process_keeps_its_debt)
@@ -788,6 +856,19 @@ Test(pacing, a_fleet_keeps_the_bound_on_its_merged_departures)
             }
 }
 
+Test(pacing, a_stalled_member_of_a_fleet_makes_up_its_debt_in_its_turns)
+{
+    /* 20 jobs owed after a 20 ms stall at 1,000/s; 2 a turn, and a member
+     * owns about 1 in k of them, one every 150 ms: 12 s is enough */
+    for (size_t k = 2; k <= 4; k += 2) {
+        sim_fleet f = fleet_of(1000, k, 7919);
+        f.n = 12000;
+        f.made_up = true;
+        size_t most = fleet_most(&f);
+        cr_assert_leq(most, bound_of(1000), "%zu processes: %zu merged in 100 ms", k, most);
+    }
+}
+
 Test(pacing, a_fleet_whose_processes_pace_alone_crowds_its_merged_departures)
 {
     for (size_t k = 2; k <= 4; k += 2) {
@@ -798,14 +879,14 @@ Test(pacing, a_fleet_whose_processes_pace_alone_crowds_its_merged_departures)
     }
 }
 
-Test(pacing, up_to_100_per_s_a_fleet_keeps_the_bound_when_the_whole_machine_stalls)
+Test(pacing, a_fleet_keeps_the_bound_when_the_whole_machine_stalls)
 {
     /* Each process counts only its own debt. Where the fleet's slack is
-     * negative none sends beyond its own slots, so stalls of all at once
-     * cannot crowd the merged stream either. (Above, each may spend the
-     * slack as if the others were on time: a stall of the whole machine
-     * can then take the merged stream past the bound, by a few.) */
-    double rates[] = {3, 10, 50, 60, 100};
+     * negative none sends beyond its own slots; above, each spends it in
+     * its own turns only (each as if the others were on time, it would
+     * take 2 processes to 105 in 100 ms at 1,000/s): stalls of all at
+     * once cannot crowd the merged stream either. */
+    double rates[] = {3, 10, 50, 60, 100, 1000, 5000, 20000};
     for (size_t i = 0; i < sizeof rates / sizeof *rates; i++)
         for (size_t k = 2; k <= 4; k += 2)
             for (int64_t stall = 20000; stall <= 170000; stall += 150000) {

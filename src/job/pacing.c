@@ -127,6 +127,8 @@ bool sl_pace_reset(sl_pace *p, const sl_pace_rules *r)
         p->fleet_until_us = INT64_MIN;
     for (size_t i = 0; i < SL_PACE_BUCKETS; i++)
         p->buckets[i] = (sl_pace_bucket){.index = 0, .most_level = 0}; /* 1970: long ago */
+    for (size_t i = 0; i < SL_PACE_TURNS; i++)
+        p->turn_periods[i] = INT64_MIN; /* periods are cut from the window: new ones */
     return true;
 }
 
@@ -146,11 +148,85 @@ static int64_t log_allows_at(const sl_pace *p)
     return p->marks[(size_t)k % p->cap] + p->window_us;
 }
 
+/* The fleet's turns (pacing.h): periods of 1.5 W on the schedule's clock,
+ * a turn the first W/2 of one. */
+static int64_t turn_period_us(const sl_pace_rules *r)
+{
+    return r->window_us + r->window_us / 2;
+}
+
+/* Where in its turn a period's draw lies: a hash of the period, so that
+ * a fleet whose claims fall into a steady pattern still gives each member
+ * turns as it holds slots, not always to the same one. */
+static int64_t turn_draw_us(const sl_pace_rules *r, int64_t period)
+{
+    uint64_t h = (uint64_t)period * UINT64_C(0x9E3779B97F4A7C15);
+    return (int64_t)((h >> 32) % (uint64_t)(r->window_us / 2));
+}
+
+int64_t sl_pace_turn_drawn_at(const sl_pace_rules *r, int64_t at_us)
+{
+    int64_t period = floor_div(at_us, turn_period_us(r));
+    return period * turn_period_us(r) + turn_draw_us(r, period);
+}
+
+/* Gives p the turn of slot_us's period if slot_us is the period's first
+ * slot from its draw on. Slots are at least the interval, rounded down to
+ * the microsecond, apart: only one can lie that close after the draw (and
+ * when the rounding leaves none there, nobody takes that turn). The draw
+ * lies in the turn, at least a claim's lookahead after the claim that
+ * takes its slot: the owner knows before the turn begins. */
+static void turn_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, int64_t local_slot_us)
+{
+    int64_t period = floor_div(slot_us, turn_period_us(r));
+    int64_t begins_us = period * turn_period_us(r);
+    int64_t draw_us = sl_pace_turn_drawn_at(r, slot_us);
+    if (slot_us < draw_us || slot_us - r->interval_ns / NS_PER_US >= draw_us)
+        return;
+    size_t i = (size_t)(period % SL_PACE_TURNS + SL_PACE_TURNS) % SL_PACE_TURNS;
+    p->turn_periods[i] = period;
+    p->turns[i] = begins_us + (local_slot_us - slot_us);
+}
+
+/* The slack for a level of the debt noted at any time in [from_us,
+ * until_us): a departure must leave no level of the last W above what it
+ * owes by more than this (pacing.h). Each level stands for the windows W
+ * that start then: the fleet's slack where they meet a turn of p's (no
+ * other member's turn can lie in one), -1 where they do not. */
+static int64_t slack_for(const sl_pace *p, const sl_pace_rules *r, int64_t from_us,
+                         int64_t until_us)
+{
+    for (size_t i = 0; i < SL_PACE_TURNS; i++) {
+        if (p->turn_periods[i] == INT64_MIN)
+            continue;
+        int64_t turn_from = p->turns[i] + SL_PACE_TURN_GUARD_US;
+        int64_t turn_until = p->turns[i] + r->window_us / 2 - SL_PACE_TURN_GUARD_US;
+        if (from_us > turn_from - p->window_us && until_us <= turn_until)
+            return r->fleet_slack;
+    }
+    return -1;
+}
+
+/* After now_us, when the windows W that start then first meet a turn of
+ * p's it knows of (INT64_MAX: none): the slack grows then. */
+static int64_t next_turn_at(const sl_pace *p, int64_t now_us)
+{
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < SL_PACE_TURNS; i++) {
+        int64_t at = p->turns[i] + SL_PACE_TURN_GUARD_US - p->window_us + 1;
+        if (p->turn_periods[i] != INT64_MIN && at > now_us)
+            next = min64(next, at);
+    }
+    return next;
+}
+
 void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
                      int64_t claim_now_us, int64_t slot_us, int64_t local_slot_us)
 {
     if (!p->marks)
         return;
+    if (r->fleet_slack >= 0)
+        turn_note(p, r, slot_us, local_slot_us);
     int64_t from = previous_us != INT64_MIN ? previous_us : p->started ? p->slot_us : claim_now_us;
     /* More than half an interval past the next slot (they are rounded to
      * the microsecond): a slot or more of others' between; and past the
@@ -166,25 +242,30 @@ void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
 }
 
 /* When the fleet's rule lets a job go with `due` waiting: once no level of
- * the debt in the last W is above due.count + the slack. The level now
- * falls only when a slot of its own comes (due.next_us; with none claimed
- * yet, its next claim's reply wakes the tenant: W is only a bound). With
- * none to come, the fleet's backlog is over and nothing crowds: it paces
- * as if alone, and the last jobs do not wait out the rule. INT64_MIN: at
- * once. */
+ * the debt in the last W is above due.count + its slack (slack_for). The
+ * level now falls only when a slot of its own comes (due.next_us; with
+ * none claimed yet, its next claim's reply wakes the tenant: W is only a
+ * bound), and the slack grows W before a turn of its own.
+ * With none to come, the fleet's backlog is over and nothing crowds: it
+ * paces as if alone, and the last jobs do not wait out the rule.
+ * INT64_MIN: at once. */
 static int64_t fleet_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
 {
     if (!p->marks || due.now_us >= p->fleet_until_us || due.count == 0 ||
         (due.next_us == INT64_MAX && !due.backlog))
         return INT64_MIN;
     int64_t next_us = min64(due.next_us, due.now_us + p->window_us);
-    int64_t most_level = due.count + r->fleet_slack;
-    if (due.stale > most_level)
+    if (r->fleet_slack >= 0)
+        next_us = min64(next_us, next_turn_at(p, due.now_us));
+    if (due.stale > due.count + slack_for(p, r, due.now_us, due.now_us + 1))
         return next_us;
     int64_t at = INT64_MIN;
-    for (size_t i = 0; i < SL_PACE_BUCKETS; i++)
-        if (p->buckets[i].most_level > most_level)
-            at = max64(at, (p->buckets[i].index + 1) * p->bucket_us + p->window_us);
+    for (size_t i = 0; i < SL_PACE_BUCKETS; i++) {
+        const sl_pace_bucket *b = &p->buckets[i];
+        int64_t from_us = b->index * p->bucket_us;
+        if (b->most_level > due.count + slack_for(p, r, from_us, from_us + p->bucket_us))
+            at = max64(at, from_us + p->bucket_us + p->window_us);
+    }
     return at == INT64_MIN ? at : min64(at, next_us);
 }
 

@@ -50,6 +50,20 @@
  * gave others slots between its own in the last 10 W (sl_pace_claimed);
  * alone, the log and the pace above are exact, and the fleet's rule would
  * only slow it.
+ * The slack assumes the others on time. When the whole machine stalls,
+ * all are late at once, and each spending the slack would crowd the
+ * merged stream (2 at 1,000/s: 105 in W). So members take turns: the
+ * schedule's time is cut in periods of 1.5 W, and a period's turn is its
+ * first W/2, owned by the one member that claimed the first slot from a
+ * point drawn in it (the period's hash: d <= s < d + the interval,
+ * rounded down; never two, and each member owns turns as it holds
+ * slots). A level of the debt stands for the windows W that start with
+ * it: those that meet a turn of this member's (less SL_PACE_TURN_GUARD_US
+ * at each end, for the members' different estimates of Redis's clock)
+ * may fall by the slack, the others by nothing (-1). No window meets two
+ * members' turns, so the bound holds however many stall at once. A
+ * fleet's catch-up is slower than a lone process's: slack + 1 jobs per
+ * turn its member owns (at 1,000/s, 2 per 150 ms, shared by the members).
  * Pure: times are passed in, microseconds on one clock (the slots' gaps
  * on the schedule's own). */
 #ifndef SLUICE_PACING_H
@@ -81,6 +95,14 @@ typedef struct sl_pace_rules {
  * SL_SEND_EARLY_US against it). */
 #define SL_PACE_EARLY_US 50
 
+/* How far members' estimates of Redis's clock (daemon/redis_clock.c)
+ * may differ: a turn is cut short by this at each end. */
+#define SL_PACE_TURN_GUARD_US 1000
+
+/* The turns a member owns that it remembers: a claim's lookahead reaches
+ * fewer periods ahead (SL_CLAIM_*). */
+#define SL_PACE_TURNS 4
+
 /* The fleet rule's memory: the highest level of debt before a departure,
  * per W/8 of time (a departure is remembered for W to W + W/8). */
 #define SL_PACE_BUCKETS 9
@@ -104,6 +126,11 @@ typedef struct sl_pace {
     int64_t fleet_until_us;    /* others' slots were seen: in a fleet until then */
     int64_t bucket_us;
     sl_pace_bucket buckets[SL_PACE_BUCKETS];
+    /* the turns it owns: turns[period % SL_PACE_TURNS] is when the
+     * period's turn begins on this host's clock, turn_periods[] which
+     * period that is (INT64_MIN: none) */
+    int64_t turns[SL_PACE_TURNS];
+    int64_t turn_periods[SL_PACE_TURNS];
 } sl_pace;
 
 /* A tenant's waiting jobs at now_us, as a departure counts them. */
@@ -144,9 +171,14 @@ void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, sl_pace_d
  * after the job of slot previous_us (INT64_MIN: none waits; then after the
  * last departure, or before any, after the claim's now). A gap between
  * them while the schedule ran ahead of now holds others' slots: this
- * process is in a fleet. */
+ * process is in a fleet. A period's first slot gives it that turn. */
 void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
                      int64_t claim_now_us, int64_t slot_us, int64_t local_slot_us);
+
+/* The point drawn in the period (of the fleet's turns) that holds at_us,
+ * on the schedule's clock: the member that claims the first slot from it
+ * owns the period's turn. */
+int64_t sl_pace_turn_drawn_at(const sl_pace_rules *r, int64_t at_us);
 
 /* The most departures so paced (with the log) in any window of window_us
  * (half-open): r->most_in_window in r->window_us. */
