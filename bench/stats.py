@@ -63,6 +63,30 @@ def most_in_window(times, window_us):
     return best
 
 
+def worst_window(records_by_process, window_us):
+    """Where the merged departures crowd most: the start of the first
+    window [t, t + window_us) holding the most of them, and per process
+    (records as procs.trace_records gives them, times from their last
+    field) how many it sent there and how late the latest of them left
+    after its slot (Redis's clock). None without departures."""
+    merged = sorted((r[4], k) for k, recs in enumerate(records_by_process) for r in recs)
+    if not merged:
+        return None
+    best, best_lo, lo = 0, 0, 0
+    for hi, (t, _) in enumerate(merged):
+        while merged[lo][0] <= t - window_us:
+            lo += 1
+        if hi - lo + 1 > best:
+            best, best_lo = hi - lo + 1, lo
+    start = merged[best_lo][0]
+    sent, late = [], []
+    for recs in records_by_process:
+        inside = [r for r in recs if start <= r[4] < start + window_us]
+        sent.append(len(inside))
+        late.append(max((r[3] - r[2] for r in inside), default=None))
+    return {"start_us": start, "most": best, "sent": sent, "late_us": late}
+
+
 def window_us(rate):
     """SPEC §4's window W = max(10 intervals, 100 ms), in us."""
     return max(10e6 / rate, 100000.0)

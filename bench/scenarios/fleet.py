@@ -25,15 +25,14 @@ def fleet_run(ctx, redis_port, k, rate, seconds):
     for p in daemons:
         ctx.stop_sluice(p)
     ctx.procs.stop(sink_p)
-    merged, shares = [], []
-    for t in traces:
-        d = [x for (_, _, _, _, x) in P.trace_records(t)]
-        shares.append(len(d))
-        merged += d
+    records = [P.trace_records(t) for t in traces]
+    merged = [r[4] for recs in records for r in recs]
+    shares = [len(recs) for recs in records]
     endpoint = [a for a, _, _, st in P.sink_records(sink_log) if st == 200]
     return {"processes": k, "rate": rate, "jobs": n, "complete": ok and len(endpoint) >= n,
             "daemon": S.shaping_summary(merged, rate),
-            "endpoint": S.shaping_summary(endpoint, rate), "shares": shares}
+            "endpoint": S.shaping_summary(endpoint, rate), "shares": shares,
+            "worst_window": S.worst_window(records, S.window_us(rate))}
 
 
 def run(ctx):
@@ -47,6 +46,12 @@ def run(ctx):
         log("[fleet] %d x sluice at 1,000/s: merged, most in %.0f ms %d (bound %d), error %.3f%%,"
             " shares %s" % (k, d["window_us"] / 1000, d["max_in_window"], d["bound"],
                             100 * (d["error"] or 0), res["shares"]))
+        ww = res["worst_window"]
+        if ww and d["max_in_window"] > d["bound"]:
+            # which members crowded it, and how late each was: the
+            # evidence for src/job/pacing.h's fleet rule
+            log("[fleet]   over the bound in the window from %d us: sent %s, latest lateness "
+                "us %s" % (ww["start_us"], ww["sent"], ww["late_us"]))
         shaped.append(res)
         t = drain_run(ctx, "fleet-fast-%d" % k, port, {"ft": ctx.scale(50000, 10000)},
                       fast_tenant(conc), workers=1, processes=k)

@@ -16,6 +16,18 @@ class Stats(unittest.TestCase):
         # 30 values: p99 is the largest
         self.assertEqual(S.percentile(list(range(30)), 99), 29)
 
+    def test_worst_window_names_who_crowded_it(self):
+        # process 0 on its slots every 10 ms; process 1 sends 3 late jobs
+        # at 50-52 ms, 20 ms after their slots
+        on_time = [("t", "a%d" % i, i * 10000, i * 10000, i * 10000) for i in range(10)]
+        late = [("t", "b%d" % i, 30000 + i, 50000 + i, 50000 + i) for i in range(3)]
+        ww = S.worst_window([on_time, late], 25000)
+        self.assertEqual(ww["most"], 6)
+        self.assertEqual(ww["start_us"], 30000)
+        self.assertEqual(ww["sent"], [3, 3])
+        self.assertEqual(ww["late_us"], [0, 20000])
+        self.assertIsNone(S.worst_window([[], []], 25000))
+
     def test_exact_schedule(self):
         times = [1000 * k for k in range(1001)]  # 1,000/s exactly
         s = S.shaping_summary(times, 1000)
