@@ -17,6 +17,11 @@ from INFO commandstats (the scripts' inner calls included). The sequence
 does not depend on timing: the same build gives the same counts, give or
 take Redis's timer (serverCron) during the run.
 
+--slowlog runs the same sequence on a redis-server without valgrind, its
+SLOWLOG logging every command, and prints the microseconds Redis itself
+timed for the claims and for the acks (wall time: it varies run to run on
+a shared VM, where the instruction counts do not).
+
 --floor runs the same sequence against two minimal scripts that do only
 the Redis work of the data model (LRANGE, LTRIM, HSET of the records, ZADD
 of the leases, the reply; ZMSCORE, HMGET, ZREM, HDEL at the ack) and no
@@ -139,14 +144,26 @@ def commands(stats):
     return sum(v for k, v in stats.items() if k not in ("info", "config", "ping", "config|resetstat"))
 
 
+def slowlog_us(r, claim_sha, ack_sha):
+    """{"claim": us, "ack": us}: what Redis's SLOWLOG timed for each script."""
+    out = {"claim": 0, "ack": 0}
+    for entry in r.call("SLOWLOG", "GET", "1000000"):
+        argv = entry[3]
+        if len(argv) > 1 and argv[0].upper() == b"EVALSHA":
+            sha = argv[1].decode()
+            if sha in (claim_sha, ack_sha):
+                out["claim" if sha == claim_sha else "ack"] += entry[2]
+    return out
+
+
 def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), floor=False,
-        claim_batch=CLAIM_BATCH):
+        claim_batch=CLAIM_BATCH, slowlog=False):
     scripts = {"claim": FLOOR_CLAIM, "ack": FLOOR_ACK} if floor else embedded_scripts(build)
     port = P.free_port()
     out_file = os.path.join(workdir, "callgrind.out")
-    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file,
-            "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--daemonize", "no", "--dir", workdir, "--loglevel", "warning"]
+    argv = [] if slowlog else ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file]
+    argv += ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--daemonize", "no", "--dir", workdir, "--loglevel", "warning"]
     for setting in config:
         name, _, value = setting.partition("=")
         argv += ["--" + name, value]
@@ -169,8 +186,13 @@ def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), flo
         for first in range(0, jobs, 1000):
             r.call("LPUSH", keys("queue"), *[job(i) for i in range(first, min(first + 1000, jobs))])
         r.call("CONFIG", "RESETSTAT")
-        subprocess.run(["callgrind_control", "--zero", str(p.pid)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if slowlog:
+            r.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
+            r.call("CONFIG", "SET", "slowlog-max-len", "1000000")
+            r.call("SLOWLOG", "RESET")
+        else:
+            subprocess.run(["callgrind_control", "--zero", str(p.pid)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         held, delivered, calls, queued = [], 0, 0, jobs
         while delivered < jobs:
             # As a tenant at backlog: claim while it holds fewer than
@@ -188,14 +210,24 @@ def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), flo
             if applied[0] != len(done):
                 raise RuntimeError("ack applied %r" % (applied,))
             delivered += len(done)
-        subprocess.run(["callgrind_control", "--dump", str(p.pid)], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if slowlog:
+            timed = slowlog_us(r, claim_sha, ack_sha)
+        else:
+            subprocess.run(["callgrind_control", "--dump", str(p.pid)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         stats = r.commandstats()
         if r.call("LLEN", keys("queue")) != 0 or r.call("HLEN", keys("jobs")) != 0:
             raise RuntimeError("jobs left behind")
         r.close()
     finally:
         procs.stop(p, timeout=60.0)
+    if slowlog:
+        return {"jobs": delivered, "claims": calls, "ack_batch": ack_batch,
+                "claim_us": timed["claim"], "ack_us": timed["ack"],
+                "commands_per_job": commands(stats) / delivered,
+                "commandstats": {k: v for k, v in stats.items()
+                                 if k not in ("info", "config|resetstat", "slowlog|reset",
+                                              "slowlog|get", "config|set")}}
     dumps = sorted(glob.glob(out_file + ".*"), key=lambda f: int(f.rsplit(".", 1)[1]))
     if not dumps:
         raise RuntimeError("callgrind wrote no dump (%s)" % workdir)
@@ -218,12 +250,14 @@ def main():
                     help="a redis-server setting, e.g. hash-max-listpack-entries=128")
     ap.add_argument("--floor", action="store_true",
                     help="minimal scripts doing only the Redis work of the data model (no decisions)")
+    ap.add_argument("--slowlog", action="store_true",
+                    help="no valgrind: Redis's own timing of the claims and acks (SLOWLOG)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (callgrind output)")
     a = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="sluice-callgrind-")
     try:
         res = run(a.build, a.jobs, a.ack_batch, workdir, a.max_waiting, a.config, a.floor,
-                  a.claim_batch)
+                  a.claim_batch, a.slowlog)
     finally:
         if not a.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -231,8 +265,13 @@ def main():
           % ("the floor scripts" if a.floor else "build " + a.build, res["jobs"], res["claims"],
              a.claim_batch, res["ack_batch"], a.max_waiting,
              "".join(", " + c for c in a.config)))
-    print("redis-server Ir: %d total, %.0f per job; commands per job %.2f"
-          % (res["ir"], res["ir_per_job"], res["commands_per_job"]))
+    if a.slowlog:
+        print("redis-server SLOWLOG: claims %d us, acks %d us, %.2f us per job; commands per job "
+              "%.2f" % (res["claim_us"], res["ack_us"],
+                        (res["claim_us"] + res["ack_us"]) / res["jobs"], res["commands_per_job"]))
+    else:
+        print("redis-server Ir: %d total, %.0f per job; commands per job %.2f"
+              % (res["ir"], res["ir_per_job"], res["commands_per_job"]))
     print("commandstats: " + ", ".join("%s=%d" % kv for kv in sorted(res["commandstats"].items())))
     if a.keep:
         print("work dir: " + workdir)
