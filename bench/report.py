@@ -62,6 +62,11 @@ def over_bound(series):
     return max(series, key=lambda s: (s[1]["max_in_window"] - s[1]["bound"], s[1]["bound"]))
 
 
+# Where a bare timer gets 0.5 ms of p99 jitter or better, sluice must too
+# (issue 15's decision 1).
+JITTER_FLOOR_US = 500
+
+
 def jitter_pairs(sh):
     """(label, daemon p99 jitter, the bare timer's p99 beside it) up to
     1,000/s, where the jitter target applies."""
@@ -108,11 +113,17 @@ def steady_targets(sh, fl):
                         for r in longer)))
     pairs = jitter_pairs(sh)
     if pairs:
-        w = max(pairs, key=lambda p: p[1] - p[2])
-        out.append(("p99 gap jitter <= a bare timer's p99 in the same run, up to 1,000/s "
-                    "(daemon trace)",
+        # Issue 15's decision: judged against the machine (the bare timer),
+        # and where that gets 0.5 ms or better, 0.5 ms is the mark: a
+        # daemon that sends over a network is not held to a timer that
+        # does nothing else, only to the absolute target it replaced.
+        def mark(p):
+            return max(p[2], JITTER_FLOOR_US)
+        w = max(pairs, key=lambda p: p[1] - mark(p))
+        out.append(("p99 gap jitter <= a bare timer's p99 in the same run (0.5 ms where the "
+                    "timer gets better), up to 1,000/s (daemon trace)",
                     "worst %s: %s us (bare timer %s us)" % (w[0], f(w[1]), f(w[2])),
-                    all(p[1] <= p[2] for p in pairs)))
+                    all(p[1] <= mark(p) for p in pairs)))
     single, fleet = window_series(sh, fl)
     if single:
         w = over_bound(single)
