@@ -261,18 +261,33 @@ Test(daemon_cluster, failover_then_kill_9_mid_run_the_replica_takes_over)
     sink_request *reqs = NULL;
     size_t got = sink_wait_each(&sink, "f", 150, 60000, &reqs);
     assert_each_delivered(reqs, got, "f", 150, true);
-    /* The stall, for the log (timing is bench/'s to judge): the longest
-     * gap between two deliveries that spans or follows the kill. */
+    /* The stall (issue 14: no longer than the cluster's own failover and
+     * 2 s): the longest gap between two jobs' first deliveries that spans
+     * or follows the kill. A job delivered again (its claim or ack lost
+     * with the primary) comes back only when its lease passes, which is
+     * not a stall of the tenant: only first deliveries count. */
     int64_t kill_us = (int64_t)killed.tv_sec * 1000000 + killed.tv_nsec / 1000, stall = 0;
     sink_requests_sort_by_arrival(reqs, got);
-    for (size_t i = 1; i < got; i++)
-        if (reqs[i].arrival_us > kill_us && reqs[i].arrival_us - reqs[i - 1].arrival_us > stall)
-            stall = reqs[i].arrival_us - reqs[i - 1].arrival_us;
+    int64_t last_first = -1;
+    for (size_t i = 0; i < got; i++) {
+        bool again = false;
+        for (size_t k = 0; k < i && !again; k++)
+            again = strcmp(reqs[k].key, reqs[i].key) == 0;
+        if (again)
+            continue;
+        if (last_first >= 0 && reqs[i].arrival_us > kill_us &&
+            reqs[i].arrival_us - last_first > stall)
+            stall = reqs[i].arrival_us - last_first;
+        last_first = reqs[i].arrival_us;
+    }
     double failover_s = (double)(promoted.tv_sec - killed.tv_sec) +
                         (double)(promoted.tv_nsec - killed.tv_nsec) / 1e9;
     cr_log_info("kill -9 of the tenant's primary: the longest pause in its deliveries %.2f s; "
                 "the replica was a primary %.2f s after the kill (node timeout %d ms)",
                 (double)stall / 1e6, failover_s, RC_NODE_TIMEOUT_MS);
+    cr_assert_leq((double)stall / 1e6, failover_s + 2.0,
+                  "deliveries paused %.2f s, the failover took %.2f s", (double)stall / 1e6,
+                  failover_s);
     sink_requests_free(reqs, got);
     cr_assert_eq(daemon_stop(&d, SIGTERM, 10000), 0);
     assert_no_burst("a failover, then kill -9 of the tenant's primary");
