@@ -757,6 +757,31 @@ Test(pacing, in_a_fleet_a_late_process_waits_while_the_others_slots_pass)
     sl_pace_free(&p);
 }
 
+Test(pacing, in_a_fleet_a_first_departure_late_keeps_its_debt_too)
+{
+    /* A process whose first claim came with others' slots before its own
+     * (a fleet), that started late: at 1,000 ms it owes its slots 990 to
+     * 1,000 ms, all 11 for over a millisecond, and it never departed. Its
+     * first job may not lower that debt outside a turn of its own any
+     * more than a later one: it waits until its next slot comes */
+    sl_pace p = {0};
+    sl_pace_rules r = sl_pace_rules_for(1000000);
+    cr_assert(sl_pace_reset(&p, &r));
+    for (int64_t slot = 990000; slot <= 1001000; slot += 1000)
+        sl_pace_claimed(&p, &r, slot == 990000 ? INT64_MIN : slot - 1000, 900000, slot, slot);
+    cr_assert_gt(p.fleet_until_us, 1000000, "in a fleet");
+    sl_pace_due late = owed_more(1000000, 11, 11, 1001000 - SL_SEND_EARLY_US);
+    cr_assert_eq(sl_pace_allows_at(&p, &r, late), late.next_us);
+    /* its slot came: 12 owed, one may go and keep the level */
+    cr_assert_leq(sl_pace_allows_at(&p, &r, owed_more(1001000, 12, 11, 1002000)), 1001000);
+    /* alone, the first job goes at once */
+    sl_pace alone = {0};
+    cr_assert(sl_pace_reset(&alone, &r));
+    cr_assert_eq(sl_pace_allows_at(&alone, &r, late), INT64_MIN);
+    sl_pace_free(&alone);
+    sl_pace_free(&p);
+}
+
 Test(pacing, a_period_s_turn_belongs_to_one_member_at_most)
 {
     /* Two members claim a schedule's slots in runs of 1 to 40 in turn, at

@@ -271,8 +271,12 @@ static int64_t fleet_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace
 
 int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
 {
+    /* Before its first departure nothing of its own crowds the stream,
+     * but in a fleet a first job that left late would lower its debt as
+     * any other: the fleet's rule holds it too (the members of a fleet
+     * that start late together would each send one beyond the bound). */
     if (!p->started)
-        return INT64_MIN;
+        return fleet_allows_at(p, r, due);
     /* rounded up: a microsecond early could break the bound */
     int64_t at = max64(ceil_div(p->due_ns - r->tolerance_ns, NS_PER_US), log_allows_at(p));
     return max64(at, fleet_allows_at(p, r, due));

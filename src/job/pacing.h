@@ -157,7 +157,8 @@ void sl_pace_free(sl_pace *p);
  * still never leaves before its slot: the caller's rule); later than
  * due.now_us when it may not leave then. Held by the fleet's rule, it is
  * no later than due.next_us, when the debt grows and the answer may
- * change. A zeroed sl_pace allows any time (INT64_MIN). */
+ * change. Before the first departure only the fleet's rule holds a job.
+ * A zeroed sl_pace allows any time (INT64_MIN). */
 int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due);
 
 /* Records the departure at due.now_us (no earlier than sl_pace_allows_at)
