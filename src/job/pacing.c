@@ -174,8 +174,8 @@ int64_t sl_pace_turn_drawn_at(const sl_pace_rules *r, int64_t at_us)
  * slot from its draw on. Slots are at least the interval, rounded down to
  * the microsecond, apart: only one can lie that close after the draw (and
  * when the rounding leaves none there, nobody takes that turn). The draw
- * lies in the turn, at least a claim's lookahead after the claim that
- * takes its slot: the owner knows before the turn begins. */
+ * lies in the turn, and slots are claimed up to a lookahead (50 ms or
+ * more) before they come: the owner knows of its turn as it begins. */
 static void turn_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, int64_t local_slot_us)
 {
     int64_t period = floor_div(slot_us, turn_period_us(r));
