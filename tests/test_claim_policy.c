@@ -23,6 +23,20 @@ Test(claim_policy, lookahead_is_the_refill_time_and_twenty_intervals_at_most_250
     cr_assert_eq(sl_claim_lookahead_us(PER_SECOND(1)), 250000);
 }
 
+Test(claim_policy, a_fleet_s_backlog_lasts_a_lookahead_past_the_claim_that_drained_the_queue)
+{
+    int64_t rate = PER_SECOND(1000), lookahead = sl_claim_lookahead_us(rate);
+    cr_assert_eq(sl_claim_backlog_until(false, 0, 5000000, rate), 0, "no backlog seen yet");
+    int64_t until = sl_claim_backlog_until(true, 0, 5000000, rate);
+    cr_assert_eq(until, INT64_MAX, "jobs left: more slots will come");
+    /* the queue drained: others' slots claimed before still come */
+    until = sl_claim_backlog_until(false, until, 6000000, rate);
+    cr_assert_eq(until, 6000000 + lookahead);
+    cr_assert_eq(sl_claim_backlog_until(false, until, 6100000, rate), 6000000 + lookahead,
+                 "a later empty claim does not move it");
+    cr_assert_eq(sl_claim_backlog_until(true, until, 6200000, rate), INT64_MAX, "pushed again");
+}
+
 Test(claim_policy, a_lease_outlives_the_request_by_ten_seconds)
 {
     cr_assert_eq(sl_claim_lease_us(30000), INT64_C(40000000));

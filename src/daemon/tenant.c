@@ -87,7 +87,11 @@ struct tenant {
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
-    bool backlog;         /* the last claim left jobs in the queue (pacing.h) */
+    /* Until when the fleet may hold slots of this tenant's schedule
+     * (pacing.h's backlog): INT64_MAX while claims leave jobs in the
+     * queue; once one finds it drained, the slots others claimed before
+     * still come, up to a lookahead after that claim. */
+    int64_t backlog_until_us;
     bool retired;         /* left the configuration: no more claims */
     bool wake_pending;    /* a push was notified while a claim was out */
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
@@ -555,7 +559,7 @@ static sl_pace_due count_due(tenant *t, int64_t now)
                          .count = t->due.count,
                          .stale = t->stale.count < t->due.count ? t->stale.count : t->due.count,
                          .next_us = next ? next->send_at_us - SL_SEND_EARLY_US : INT64_MAX,
-                         .backlog = t->backlog};
+                         .backlog = now < t->backlog_until_us};
 }
 
 static bool head_may_leave(const tenant *t, sl_pace_due due)
@@ -772,7 +776,8 @@ static void on_claim_reply(redisReply *reply, void *arg)
     apply_settings(t, &result);
     if (result.job_count > 0 || result.dead_lettered > 0 || result.queue_len > 0 || result.next_us != 0)
         t->busy_us = received;
-    t->backlog = result.queue_len > 0 || result.next_us != 0;
+    t->backlog_until_us = sl_claim_backlog_until(result.queue_len > 0 || result.next_us != 0,
+                                                 t->backlog_until_us, received, t->rate_milli);
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i], result.now_us);
     if (result.reaped)

@@ -23,6 +23,18 @@ int64_t sl_claim_lookahead_us(int64_t rate_milli)
     return lookahead < SL_CLAIM_LOOKAHEAD_MAX_US ? lookahead : SL_CLAIM_LOOKAHEAD_MAX_US;
 }
 
+int64_t sl_claim_backlog_until(bool queue_left, int64_t backlog_until_us, int64_t received_us,
+                               int64_t rate_milli)
+{
+    if (queue_left)
+        return INT64_MAX;
+    /* slots are claimed only within a lookahead of the claim's now, and a
+     * claim after the queue drained takes none */
+    if (backlog_until_us == INT64_MAX)
+        return received_us + sl_claim_lookahead_us(rate_milli);
+    return backlog_until_us;
+}
+
 int64_t sl_claim_lease_us(int64_t timeout_ms)
 {
     return timeout_ms * 1000 + SL_LEASE_MARGIN_US;

@@ -93,6 +93,14 @@ int64_t sl_claim_interval_us(int64_t rate_milli);
  * and SL_CLAIM_LOOKAHEAD_INTERVALS intervals, at most
  * SL_CLAIM_LOOKAHEAD_MAX_US. */
 int64_t sl_claim_lookahead_us(int64_t rate_milli);
+/* Until when a fleet may hold slots of a tenant's schedule, after a claim
+ * whose reply came at received_us (local) and said whether jobs are left
+ * (queue_left), given the answer before (backlog_until_us; 0 before any):
+ * INT64_MAX while jobs are left; once a claim finds the queue drained,
+ * what others claimed before it still comes, up to a lookahead at
+ * rate_milli after it (job/pacing.h's backlog). */
+int64_t sl_claim_backlog_until(bool queue_left, int64_t backlog_until_us, int64_t received_us,
+                               int64_t rate_milli);
 /* The lease of a claimed job whose request may take timeout_ms. */
 int64_t sl_claim_lease_us(int64_t timeout_ms);
 /* How long outcomes gather before they are acked (at least: an ack batch

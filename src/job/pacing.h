@@ -139,7 +139,8 @@ typedef struct sl_pace_due {
     int64_t count;   /* whose slot has come (the one to leave included) */
     int64_t stale;   /* of them, whose slot came rules.fleet_fresh_us ago or more */
     int64_t next_us; /* when the next one's slot comes; INT64_MAX: none claimed */
-    bool backlog;    /* the queue had more at the last claim: more slots will come */
+    bool backlog;    /* the fleet may hold more slots to come: the queue had more at the
+                      * last claim, or others' slots claimed before it drained */
 } sl_pace_due;
 
 /* The pace of a tenant of rate_milli (jobs per 1,000 s, > 0). */
