@@ -129,8 +129,14 @@ static void finish(exchange *ex, const char *error)
     sl_h1_client *client = ex->client;
     evtimer_del(ex->timeout);
     ex->conn = NULL;
-    if (error)
-        snprintf(ex->error, sizeof ex->error, "%s", error[0] ? error : "failed");
+    if (error) {
+        /* cut to fit: the text is for a log line and the caller's error
+         * (snprintf's "%s" here makes gcc -O3 warn of the cut it is for) */
+        const char *text = error[0] ? error : "failed";
+        size_t n = strnlen(text, sizeof ex->error - 1);
+        memcpy(ex->error, text, n);
+        ex->error[n] = '\0';
+    }
     ex->next = NULL;
     if (client->reports_tail)
         client->reports_tail->next = ex;
