@@ -9,13 +9,14 @@
 
 #include "admission/admission.h"
 #include "redis/claim.h"
+#include "redis/reslot.h"
 #include "redis_fixture.h"
 
 #define SEC INT64_C(1000000)
 #define MAX_BATCH 1000
 
 static redis_fixture fx;
-static char claim_sha[41], ack_sha[41];
+static char claim_sha[41], ack_sha[41], reslot_sha[41];
 static sl_argv args;
 static sl_tenant_keys keys;
 static int claim_calls;
@@ -25,6 +26,7 @@ static void setup(void)
     redis_fixture_start(&fx);
     redis_fixture_load(&fx, "claim", claim_sha);
     redis_fixture_load(&fx, "ack", ack_sha);
+    redis_fixture_load(&fx, "reslot", reslot_sha);
     sl_argv_init(&args);
     cr_assert(sl_tenant_keys_init(&keys, "sluice", "acme"));
 }
@@ -1238,4 +1240,138 @@ Test(claim, the_script_and_its_c_model_agree_on_the_effective_settings)
                          fields[(r + a) % 7]);
             free(c);
         }
+}
+
+/* ---- reslot: new slots for jobs a fleet member owes late ---- */
+
+/* Asks count new slots at rate_milli and now (0: Redis's clock) through
+ * the daemon's encoder and decoder; fills slots, returns the reply's now. */
+static int64_t reslot(int64_t rate_milli, size_t count, int64_t now, int64_t *slots)
+{
+    sl_reslot_build(&args, reslot_sha, &keys, rate_milli, count, now);
+    const char **argv = sl_argv_finish(&args);
+    redisReply *reply = redisCommandArgv(fx.conn, (int)args.count, argv, args.lengths);
+    int64_t reply_now;
+    size_t got;
+    char err[256];
+    cr_assert(sl_reslot_parse(reply, &reply_now, &got, err, sizeof err), "%s", err);
+    cr_assert_eq(got, count);
+    for (size_t i = 0; i < got; i++)
+        slots[i] = sl_reslot_slot(reply, i);
+    freeReplyObject(reply);
+    return reply_now;
+}
+
+Test(claim, reslot_gives_the_schedules_next_slots_as_the_shaping_model_does)
+{
+    /* 3/s: the exact schedule holds a fraction; slots follow the last one
+     * claimed, then the next claim follows them */
+    for (int i = 0; i < 3; i++)
+        push("{}");
+    sl_claim_params p = params(3000, 2 * SEC, 2);
+    claimed *c = claim(&p);
+    cr_assert_eq(c->result.job_count, 2);
+    sl_shaping_state model = stored_schedule();
+    int64_t now = c->result.now_us + 1000;
+    int64_t slots[5];
+    cr_assert_eq(reslot(3000, 5, now, slots), now);
+    sl_bucket_params bucket = {.capacity = 1000000, .rate_milli = 3000};
+    for (size_t i = 0; i < 5; i++) {
+        sl_verdict v = sl_shaping_admit(&model, &bucket, now);
+        cr_assert(v.allowed);
+        cr_assert_eq(slots[i], now + v.wait_us, "slot %zu: %" PRId64 ", the model %" PRId64, i,
+                     slots[i], now + v.wait_us);
+    }
+    cr_assert_gt(slots[0], c->slot[1], "after every slot given before");
+    sl_shaping_state stored = stored_schedule();
+    cr_assert_eq(stored.next_free, model.next_free);
+    cr_assert_eq(stored.frac, model.frac);
+    cr_assert_eq(count("PEXPIRETIME %s", keys.shape), -1, "a job still queued: `seen` holds it");
+    p.now_us = now;
+    p.lookahead_us = 10 * SEC;
+    free(c);
+    c = claim(&p);
+    cr_assert_eq(c->result.job_count, 1);
+    cr_assert_gt(c->slot[0], slots[4], "the next claim's slot comes after them");
+    free(c);
+}
+
+Test(claim, reslot_restarts_an_idle_schedule_at_now_and_uses_redis_time)
+{
+    int64_t slots[3];
+    int64_t before = redis_fixture_now_us(&fx);
+    int64_t now = reslot(1000000, 3, 0, slots);
+    cr_assert_geq(now, before);
+    cr_assert_eq(slots[0], now, "an idle schedule: the first slot is now");
+    cr_assert_eq(slots[1], now + 1000);
+    cr_assert_eq(slots[2], now + 2000);
+    cr_assert_eq(count("PEXPIRETIME %s", keys.shape), (now + 3000 + 999) / 1000,
+                 "it expires once its next slot passes");
+}
+
+Test(claim, reslot_keeps_a_shape_hash_that_holds_checkpoints)
+{
+    /* claim.lua's `seen` must not expire with the schedule */
+    freeReplyObject(redisCommand(fx.conn, "HSET %s seen 3:1", keys.shape));
+    int64_t slots[1];
+    reslot(1000000, 1, 0, slots);
+    cr_assert_eq(count("PEXPIRETIME %s", keys.shape), -1);
+}
+
+Test(claim, reslot_refuses_bad_arguments_naming_them)
+{
+    const char *cases[][3] = {{"0", "1", "0"}, {"1000", "0", "0"}, {"1000", "100001", "0"},
+                              {"x", "1", "0"}, {"1000", "1", "-5"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *argv[] = {"EVALSHA", reslot_sha, "1", keys.shape, cases[i][0], cases[i][1],
+                              cases[i][2]};
+        redisReply *reply = redisCommandArgv(fx.conn, 7, argv, NULL);
+        int64_t now;
+        size_t n;
+        char err[256];
+        cr_assert_not(sl_reslot_parse(reply, &now, &n, err, sizeof err));
+        cr_assert(strstr(err, "reslot: ERR reslot: ARGV["), "case %zu: %s", i, err);
+        freeReplyObject(reply);
+    }
+}
+
+static redisReply *integers(size_t n, const long long *values)
+{
+    redisReply *r = calloc(1, sizeof *r);
+    r->type = REDIS_REPLY_ARRAY;
+    r->elements = n;
+    r->element = calloc(n, sizeof *r->element);
+    for (size_t i = 0; i < n; i++) {
+        r->element[i] = calloc(1, sizeof *r->element[i]);
+        r->element[i]->type = REDIS_REPLY_INTEGER;
+        r->element[i]->integer = values[i];
+    }
+    return r;
+}
+
+Test(claim_ids, a_reslot_reply_that_lies_is_refused_with_the_reason)
+{
+    int64_t now;
+    size_t n;
+    char err[256];
+    cr_assert_not(sl_reslot_parse(NULL, &now, &n, err, sizeof err));
+    cr_assert_str_eq(err, "reslot: no reply");
+    redisReply *only_now = integers(1, (long long[]){5});
+    cr_assert_not(sl_reslot_parse(only_now, &now, &n, err, sizeof err));
+    cr_assert(strstr(err, "expected an array"), "%s", err);
+    freeReplyObject(only_now);
+    redisReply *backwards = integers(3, (long long[]){5, 10, 9});
+    cr_assert_not(sl_reslot_parse(backwards, &now, &n, err, sizeof err));
+    cr_assert(strstr(err, "slot 2 comes before"), "%s", err);
+    freeReplyObject(backwards);
+    redisReply *good = integers(3, (long long[]){5, 9, 10});
+    cr_assert(sl_reslot_parse(good, &now, &n, err, sizeof err), "%s", err);
+    cr_assert_eq(now, 5);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(sl_reslot_slot(good, 1), 10);
+    good->element[2]->type = REDIS_REPLY_STRING;
+    cr_assert_not(sl_reslot_parse(good, &now, &n, err, sizeof err));
+    cr_assert(strstr(err, "element 3 is not an integer"), "%s", err);
+    good->element[2]->type = REDIS_REPLY_INTEGER;
+    freeReplyObject(good);
 }

@@ -430,6 +430,7 @@ typedef struct sim_member {
     size_t due_end;   /* its jobs sent..due_end-1 have their slot (as tenant.c counts) */
     size_t stale_end; /* ... and sent..stale_end-1 came fleet_fresh_us ago or more */
     int64_t claim_at; /* its next claim */
+    int64_t backlog_until; /* tenant.c's: until when the fleet may hold slots to come */
     sim_machine machine;
     sl_pace pace;
     int64_t wake;     /* its next departure's wake-up */
@@ -445,7 +446,9 @@ typedef struct sim_member {
  * (its stalls). counted: each pace is given the schedule's slots (the
  * gaps between a process's slots are the others'); else each process's
  * own slots as if they followed one another (it cannot tell it is in a
- * fleet). */
+ * fleet). A process whose pace wants new slots for the jobs it owes late
+ * (the backlog over) gets them from the schedule as lua/reslot.lua gives
+ * them, unless `refused` (Redis did not answer: they go as if alone). */
 typedef struct sim_fleet {
     double rate;
     size_t n, k;
@@ -453,6 +456,7 @@ typedef struct sim_fleet {
     const sim_machine *machines; /* k of them */
     bool counted;
     bool made_up; /* the run is long enough for stalls' debts to be made up */
+    bool refused;
 } sim_fleet;
 
 static uint64_t xorshift(uint64_t *s)
@@ -472,10 +476,9 @@ static int64_t member_schedule_slot(const sim_fleet *f, const sim_member *m, siz
     return fleet_slot(f, f->counted ? m->own[j] : j);
 }
 
-/* m's jobs whose slot has come at now, as tenant.c's count_due counts them
- * (next_free: the schedule's next slot to claim). */
+/* m's jobs whose slot has come at now, as tenant.c's count_due counts them. */
 static sl_pace_due member_due(const sim_fleet *f, const sl_pace_rules *r, sim_member *m,
-                              int64_t now, size_t next_free)
+                              int64_t now)
 {
     if (m->due_end < m->sent)
         m->due_end = m->sent;
@@ -492,7 +495,7 @@ static sl_pace_due member_due(const sim_fleet *f, const sl_pace_rules *r, sim_me
                          .count = (int64_t)(m->due_end - m->sent),
                          .stale = (int64_t)(m->stale_end - m->sent),
                          .next_us = next,
-                         .backlog = next_free < f->n};
+                         .backlog = now < m->backlog_until};
 }
 
 /* m claims at now what departs before now + lookahead from the schedule's
@@ -509,17 +512,39 @@ static void member_claim(const sim_fleet *f, const sl_pace_rules *r, sim_member 
         sl_pace_claimed(&m->pace, r, previous, now, member_schedule_slot(f, m, j),
                         fleet_slot(f, m->own[j]));
     }
-    /* claim again while the jobs held last SL_CLAIM_REFILL_US more */
-    m->claim_at = *next_free < f->n ? fleet_slot(f, m->own[m->n - 1]) - SL_CLAIM_REFILL_US
-                                    : INT64_MAX;
+    m->backlog_until = sl_claim_backlog_until(*next_free < f->n, m->backlog_until, now,
+                                              (int64_t)(f->rate * 1000 + 0.5));
+    /* claim again while the jobs held last SL_CLAIM_REFILL_US more (and
+     * once more, to find the queue drained) */
+    m->claim_at = m->backlog_until == INT64_MAX
+                      ? fleet_slot(f, m->own[m->n - 1]) - SL_CLAIM_REFILL_US
+                      : INT64_MAX;
     if (m->claim_at <= now)
         m->claim_at = now + 1000; /* the round trip of a claim */
 }
 
+/* m's jobs owed, all of them (none has a slot to come), take new slots at
+ * now: after every slot given before, 1/rate apart (*next_free, past the
+ * backlog's, counts them on), as lua/reslot.lua gives them. */
+static void member_reslot(const sim_fleet *f, const sl_pace_rules *r, sim_member *m,
+                          size_t *next_free, int64_t now)
+{
+    while (fleet_slot(f, *next_free) < now)
+        (*next_free)++;
+    int64_t previous = INT64_MIN;
+    for (size_t j = m->sent; j < m->n; j++) {
+        m->own[j] = (*next_free)++;
+        sl_pace_claimed(&m->pace, r, previous, now, fleet_slot(f, m->own[j]),
+                        fleet_slot(f, m->own[j]));
+        previous = fleet_slot(f, m->own[j]);
+    }
+    sl_pace_slots_renewed(&m->pace);
+    m->due_end = m->stale_end = m->sent;
+}
+
 /* Runs the fleet; returns its merged departures, sorted (the caller frees
- * them), and in first_done when the first process has no slot to come.
- * Every process ends on its slots: the time is made up. */
-static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
+ * them). Every process ends on its slots: the time is made up. */
+static int64_t *run_fleet(const sim_fleet *f)
 {
     sim_member ms[4];
     sl_pace_rules r = sl_pace_rules_for((int64_t)(f->rate * 1000 + 0.5));
@@ -553,14 +578,19 @@ static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
         }
         if (m->claim_at <= now)
             member_claim(f, &r, m, &next_free, now, lookahead);
-        sl_pace_due due = member_due(f, &r, m, now, next_free);
+        sl_pace_due due = member_due(f, &r, m, now);
+        if (m->sent < m->n && f->counted && !f->refused &&
+            sl_pace_wants_slots(&m->pace, &r, due)) {
+            member_reslot(f, &r, m, &next_free, now);
+            due = member_due(f, &r, m, now);
+        }
         while (m->sent < m->n &&
                sl_departure_allowed(fleet_slot(f, m->own[m->sent]), &m->pace, &r, due)) {
             sl_pace_note(&m->pace, &r, member_schedule_slot(f, m, m->sent), due);
             merged[departed++] = m->out[m->sent] = now;
             m->sent++;
             now += m->machine.send_us;
-            due = member_due(f, &r, m, now, next_free);
+            due = member_due(f, &r, m, now);
         }
         m->wake = INT64_MAX;
         if (m->sent == m->n)
@@ -581,8 +611,6 @@ static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
         if (m->n == 0)
             continue;
         int64_t last = fleet_slot(f, m->own[m->n - 1]), late = m->out[m->n - 1] - last;
-        if (last < *first_done)
-            *first_done = last;
         cr_assert_leq(late, made_up, "%g/s, process %zu of %zu (seed %llu) still %lld us late at "
                       "the end", f->rate, k, f->k, (unsigned long long)f->seed, (long long)late);
         sl_pace_free(&m->pace);
@@ -594,17 +622,11 @@ static int64_t *run_fleet(const sim_fleet *f, int64_t *first_done)
     return merged;
 }
 
-/* The most merged departures in any window W of the fleet's rate, while
- * every process has slots to come (one that has none would claim again,
- * in a daemon). */
+/* The most merged departures in any window W of the fleet's rate. */
 static size_t fleet_most(const sim_fleet *f)
 {
-    int64_t end = INT64_MAX;
-    int64_t *merged = run_fleet(f, &end);
-    size_t n = 0;
-    while (n < f->n && merged[n] <= end)
-        n++;
-    size_t most = most_in(merged, n, window_of(f->rate));
+    int64_t *merged = run_fleet(f);
+    size_t most = most_in(merged, f->n, window_of(f->rate));
     free(merged);
     return most;
 }
@@ -925,4 +947,104 @@ Test(pacing, a_fleet_keeps_the_bound_when_the_whole_machine_stalls)
                               "%zu merged departures in %.0f us", k, rates[i], (long long)stall, most,
                               window_of(rates[i]));
             }
+}
+
+/* Every process stalls at once, late in the backlog: 2 or 4 of them at
+ * 5 s of 7 s of slots, for stall_us: too late to make it up in their turns. */
+static sim_fleet late_at_the_end(double rate, size_t k, int64_t stall_us, sim_machine *machines)
+{
+    sim_machine all = {.stall_at = 5000000 - (int64_t)(1e6 / rate), .stall_us = stall_us,
+                       .max_late_us = 500, .send_us = 5};
+    for (size_t i = 0; i < 4; i++)
+        machines[i] = all;
+    return (sim_fleet){.rate = rate, .n = (size_t)(rate * 6), .k = k, .seed = 7919,
+                       .machines = machines, .counted = true};
+}
+
+Test(pacing, a_fleet_late_when_its_backlog_ends_keeps_the_bound)
+{
+    /* Nobody owns turns once nobody claims: each late member asks new
+     * slots for what it owes, and they leave on the one schedule. (At
+     * 20,000/s a stall of 180 ms of all members at once still goes over,
+     * 2,059 in W against 2,041, near the backlog's end while slots are
+     * still to come: an open problem, not covered here.) */
+    double rates[] = {3, 10, 100, 1000, 5000};
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++)
+        for (size_t k = 2; k <= 4; k += 2)
+            for (int64_t stall = 60000; stall <= 300000; stall += 120000) {
+                sim_machine machines[4];
+                sim_fleet f = late_at_the_end(rates[i], k, stall, machines);
+                size_t most = fleet_most(&f);
+                cr_assert_leq(most, bound_of(rates[i]), "%zu processes at %g/s, all stalled %lld us "
+                              "at the end: %zu merged departures in %.0f us", k, rates[i],
+                              (long long)stall, most, window_of(rates[i]));
+            }
+}
+
+Test(pacing, a_fleet_late_when_its_backlog_ends_crowds_without_new_slots)
+{
+    /* what the bench found (bench.fleet_stall --all): each member late at
+     * the end, pacing alone, sends beside the others */
+    for (size_t k = 2; k <= 4; k += 2) {
+        sim_machine machines[4];
+        sim_fleet f = late_at_the_end(1000, k, 180000, machines);
+        f.refused = true;
+        size_t most = fleet_most(&f);
+        cr_assert_gt(most, bound_of(1000), "%zu processes: %zu merged in 100 ms", k, most);
+    }
+}
+
+Test(pacing, a_member_wants_new_slots_only_late_in_a_fleet_whose_backlog_is_over)
+{
+    /* 1,000/s: a member of a fleet, 20 jobs owed after a stall, outside
+     * its turns (it owns none) */
+    sl_pace p = {0};
+    sl_pace_rules r = sl_pace_rules_for(1000000);
+    in_a_fleet(&p, &r);
+    for (int64_t slot = 1041000; slot <= 1060000; slot += 1000)
+        sl_pace_claimed(&p, &r, slot == 1041000 ? 950000 : slot - 1000, 950000, slot, slot);
+    sl_pace_due late = owed_more(1080000, 20, 20, INT64_MAX);
+    cr_assert_not(sl_pace_wants_slots(&p, &r, late), "the backlog lasts: others may still claim");
+    late.backlog = false;
+    cr_assert(sl_pace_wants_slots(&p, &r, late), "the backlog is over: nobody owns turns");
+    cr_assert_leq(sl_pace_allows_at(&p, &r, late), late.now_us,
+                  "asked in vain, it goes as if alone");
+    late.next_us = 1081000;
+    cr_assert_not(sl_pace_wants_slots(&p, &r, late), "a slot of its own is to come");
+    late.next_us = INT64_MAX;
+    late.stale = 0;
+    late.count = 1;
+    cr_assert_not(sl_pace_wants_slots(&p, &r, late), "on time, nothing holds it");
+    /* alone, never */
+    sl_pace alone = {0};
+    cr_assert(sl_pace_reset(&alone, &r));
+    sl_pace_due alone_late = owed(1080000, 20, 20);
+    cr_assert_not(sl_pace_wants_slots(&alone, &r, alone_late));
+    sl_pace_free(&alone);
+    sl_pace_free(&p);
+}
+
+Test(pacing, new_slots_forget_the_debt_they_took)
+{
+    /* Held by the level of its debt before a departure (17 owed), a
+     * member given new slots for what it owes goes at the first of them:
+     * the level counted jobs owed no more. */
+    sl_pace p = {0};
+    sl_pace_rules r = sl_pace_rules_for(1000000);
+    in_a_fleet(&p, &r);
+    for (int64_t slot = 1041000; slot <= 1060000; slot += 1000)
+        sl_pace_claimed(&p, &r, slot == 1041000 ? 950000 : slot - 1000, 950000, slot, slot);
+    sl_pace_due due = owed_more(1080000, 20, 20, INT64_MAX);
+    due.backlog = false;
+    sl_pace_note(&p, &r, 1041000, due);
+    sl_pace_due after = owed_more(1081000, 19, 19, INT64_MAX);
+    after.backlog = false;
+    cr_assert(sl_pace_wants_slots(&p, &r, after));
+    for (int64_t slot = 1090000; slot < 1109000; slot += 1000)
+        sl_pace_claimed(&p, &r, slot == 1090000 ? INT64_MIN : slot - 1000, 1081000, slot, slot);
+    sl_pace_due renewed = owed_more(1090000, 1, 0, 1091000);
+    cr_assert_gt(sl_pace_allows_at(&p, &r, renewed), renewed.now_us, "before: held by its level");
+    sl_pace_slots_renewed(&p);
+    cr_assert_leq(sl_pace_allows_at(&p, &r, renewed), renewed.now_us, "after: on its new slot");
+    sl_pace_free(&p);
 }

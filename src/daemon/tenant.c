@@ -37,6 +37,7 @@
 #include "redis/claim.h"
 #include "redis/keys.h"
 #include "redis/redis_errors.h"
+#include "redis/reslot.h"
 
 /* A claimed job, from its claim until its outcome is acked. */
 typedef struct job {
@@ -87,6 +88,11 @@ struct tenant {
     job *flying;       /* HTTP requests under way */
     size_t in_flight;
     bool claim_outstanding;
+    /* The jobs it owes late asked new slots (ask_for_slots): none leaves
+     * and none is claimed until the reply gives them. */
+    bool slots_asked;
+    /* Asking failed: they go as if alone (pacing.h) until a claim takes jobs. */
+    bool slots_refused;
     /* Until when the fleet may hold slots of this tenant's schedule
      * (pacing.h's backlog): INT64_MAX while claims leave jobs in the
      * queue; once one finds it drained, the slots others claimed before
@@ -118,6 +124,7 @@ struct tenant {
 };
 
 static void release_due(tenant *t);
+static bool ask_for_slots(tenant *t, sl_pace_due due);
 static void ack_flush(tenant *t);
 
 /* ---- helpers ---- */
@@ -593,9 +600,13 @@ static void trace_departure(const tenant *t, const job *j, int64_t now)
  * the timer for the next one (no sooner than a wake-up is worth). */
 static void release_due(tenant *t)
 {
+    if (t->slots_asked)
+        return; /* the reply releases them */
     size_t concurrency = t->concurrency;
     int64_t now = sl_realtime_us();
     sl_pace_due due = count_due(t, now);
+    if (t->head && t->in_flight < concurrency && ask_for_slots(t, due))
+        return;
     while (t->head && t->in_flight < concurrency && head_may_leave(t, due)) {
         note_departure(t, t->head, due);
         if (t->env->trace)
@@ -778,6 +789,8 @@ static void on_claim_reply(redisReply *reply, void *arg)
         t->busy_us = received;
     t->backlog_until_us = sl_claim_backlog_until(result.queue_len > 0 || result.next_us != 0,
                                                  t->backlog_until_us, received, t->rate_milli);
+    if (result.job_count > 0)
+        t->slots_refused = false; /* a new backlog: its end may ask again */
     for (size_t i = 0; i < result.job_count; i++)
         accept_job(t, &jobs[i], result.now_us);
     if (result.reaped)
@@ -798,6 +811,75 @@ static void on_claim_reply(redisReply *reply, void *arg)
     release_due(t);
 }
 
+/* ---- new slots for jobs owed late (job/pacing.h, lua/reslot.lua) ---- */
+
+/* The jobs it owes, every one waiting (none has a slot to come), take the
+ * reply's slots in order: the queue stays in slot order, and the debt
+ * they stood for is the schedule's now. */
+static void take_new_slots(tenant *t, const redisReply *reply, int64_t now_us, size_t count)
+{
+    int64_t offset = t->env->clock.offset_us, previous = INT64_MIN;
+    job *j = t->head;
+    for (size_t i = 0; i < count && j; i++, j = j->next) {
+        j->slot_us = sl_reslot_slot(reply, i);
+        j->send_at_us = j->slot_us - offset;
+        sl_pace_claimed(&t->pace, &t->pace_rules, previous, now_us, j->slot_us, j->send_at_us);
+        previous = j->slot_us;
+    }
+    sl_pace_slots_renewed(&t->pace);
+    t->due = t->stale = (due_cursor){0};
+}
+
+static void on_reslot_reply(redisReply *reply, void *arg)
+{
+    tenant *t = arg;
+    t->slots_asked = false;
+    int64_t now_us;
+    size_t count;
+    char err[256];
+    if (!sl_reslot_parse(reply, &now_us, &count, err, sizeof err)) {
+        if (reply && sl_redis_is_noscript(reply))
+            sl_redis_client_reload_scripts(t->env->redis, t->keys.queue);
+        SL_LOG(SL_LOG_WARNING, "msg=\"no new slots for jobs owed late; they catch up alone\" tenant=%s error=\"%s\"",
+               t->name, err);
+        t->slots_refused = true;
+    } else {
+        SL_LOG(SL_LOG_DEBUG, "msg=\"jobs owed late took new slots\" tenant=%s jobs=%zu", t->name, count);
+        take_new_slots(t, reply, now_us, count);
+    }
+    /* Not from here: a closing client calls back with NULL, and nothing
+     * may be sent then. The timer runs on the loop, if it runs again. */
+    arm(t->release_timer, 0);
+}
+
+/* How often a tenant that wants new slots looks again while a claim is
+ * out: the claim's reply usually comes sooner, and may bring slots. */
+#define CLAIM_REPLY_POLL_US 1000
+
+/* Asks new slots for the jobs it owes when its pace wants them
+ * (sl_pace_wants_slots); true while they wait for them: asked, or a claim
+ * is out whose reply may give it slots to come. */
+static bool ask_for_slots(tenant *t, sl_pace_due due)
+{
+    sl_tenant_env *env = t->env;
+    if (t->slots_refused || env->draining || !sl_pace_wants_slots(&t->pace, &t->pace_rules, due))
+        return false;
+    if (t->claim_outstanding) {
+        arm(t->release_timer, CLAIM_REPLY_POLL_US);
+        return true;
+    }
+    const char *sha = sl_redis_client_sha(env->redis, "reslot");
+    if (!sha)
+        return false;
+    sl_reslot_build(&env->claim_argv, sha, &t->keys, t->rate_milli, t->waiting, 0);
+    const char **argv = sl_argv_finish(&env->claim_argv);
+    t->slots_asked = argv && sl_redis_client_send(env->redis, t->keys.queue, (int)env->claim_argv.count,
+                                                  argv, env->claim_argv.lengths, on_reslot_reply, t);
+    if (t->slots_asked)
+        evtimer_del(t->release_timer);
+    return t->slots_asked;
+}
+
 /* sl_claim_saturated, reading the clock only when it can matter: with all
  * of concurrency busy. */
 static bool saturated(const tenant *t)
@@ -811,7 +893,7 @@ void sl_tenant_claim(tenant *t)
 {
     sl_tenant_env *env = t->env;
     const char *sha = sl_redis_client_sha(env->redis, "claim");
-    if (t->claim_outstanding || env->draining || t->retired || !sha ||
+    if (t->claim_outstanding || t->slots_asked || env->draining || t->retired || !sha ||
         !sl_claim_has_room(t->waiting) || !sl_redis_clock_ready(&env->clock) || saturated(t))
         return;
     evtimer_del(t->claim_timer);
@@ -1003,7 +1085,8 @@ void sl_tenant_release_in_flight(tenant *t)
 
 bool sl_tenant_idle(const tenant *t)
 {
-    return !t->head && t->in_flight == 0 && !t->claim_outstanding && sl_ack_batch_idle(&t->acks);
+    return !t->head && t->in_flight == 0 && !t->claim_outstanding && !t->slots_asked &&
+           sl_ack_batch_idle(&t->acks);
 }
 
 const char *sl_tenant_name(const tenant *t)

@@ -34,7 +34,7 @@ typedef struct sl_tenant_env {
     sl_http_client *http;      /* deliveries; NULL once the grace period ran out */
     sl_redis_clock clock;      /* Redis's clock as this host knows it */
     uint64_t rng;              /* claim ids, retry jitter */
-    sl_argv claim_argv;        /* reused by every claim of every tenant */
+    sl_argv claim_argv;        /* reused by every claim (and reslot) of every tenant */
     FILE *trace;               /* the departure trace, or NULL; stdio locks it */
     bool draining;             /* shutting down: claim nothing, ack at once */
     bool notified;             /* keyspace notifications are on: idle queues

@@ -245,14 +245,11 @@ void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
  * the debt in the last W is above due.count + its slack (slack_for). The
  * level now falls only when a slot of its own comes (due.next_us; with
  * none claimed yet, its next claim's reply wakes the tenant: W is only a
- * bound), and the slack grows W before a turn of its own.
- * With none to come, the fleet's backlog is over and nothing crowds: it
- * paces as if alone, and the last jobs do not wait out the rule.
- * INT64_MIN: at once. */
-static int64_t fleet_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
+ * bound), and the slack grows W before a turn of its own. INT64_MIN: at
+ * once. */
+static int64_t fleet_rule_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
 {
-    if (!p->marks || due.now_us >= p->fleet_until_us || due.count == 0 ||
-        (due.next_us == INT64_MAX && !due.backlog))
+    if (!p->marks || due.now_us >= p->fleet_until_us || due.count == 0)
         return INT64_MIN;
     int64_t next_us = min64(due.next_us, due.now_us + p->window_us);
     if (r->fleet_slack >= 0)
@@ -267,6 +264,33 @@ static int64_t fleet_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace
             at = max64(at, from_us + p->bucket_us + p->window_us);
     }
     return at == INT64_MIN ? at : min64(at, next_us);
+}
+
+/* The fleet's backlog is over and no slot of its own is to come: nobody
+ * claims, so nobody owns turns, and a level of debt could fall no more. */
+static bool backlog_over(sl_pace_due due)
+{
+    return due.next_us == INT64_MAX && !due.backlog;
+}
+
+/* The fleet's rule, but where the backlog is over the jobs go as if alone:
+ * what a process does whose owed jobs could not get new slots
+ * (sl_pace_wants_slots), so that they do not wait out the rule, a level
+ * each W. */
+static int64_t fleet_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
+{
+    return backlog_over(due) ? INT64_MIN : fleet_rule_at(p, r, due);
+}
+
+bool sl_pace_wants_slots(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
+{
+    return backlog_over(due) && fleet_rule_at(p, r, due) > due.now_us;
+}
+
+void sl_pace_slots_renewed(sl_pace *p)
+{
+    for (size_t i = 0; i < SL_PACE_BUCKETS; i++)
+        p->buckets[i].most_level = 0;
 }
 
 int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)

@@ -177,6 +177,21 @@ void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, sl_pace_d
 void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
                      int64_t claim_now_us, int64_t slot_us, int64_t local_slot_us);
 
+/* Whether the jobs this process owes should get new slots on the
+ * schedule (redis/reslot.h): it is in a fleet, the fleet's backlog is
+ * over, no slot of its own is to come, and the fleet's rule holds a job.
+ * Nobody claims then, so nobody owns turns: its debt would stay, and
+ * catching up alone beside the other late members would crowd the merged
+ * departures. Given new slots (after every slot given before) its jobs
+ * leave on the one schedule with the others'. Until they come, or if they
+ * cannot, sl_pace_allows_at lets the jobs go as if alone. */
+bool sl_pace_wants_slots(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due);
+
+/* Notes that the jobs this process owed were given new slots (each also
+ * passed to sl_pace_claimed): the levels of debt noted before counted
+ * jobs that are owed no more, and are forgotten. */
+void sl_pace_slots_renewed(sl_pace *p);
+
 /* The point drawn in the period (of the fleet's turns) that holds at_us,
  * on the schedule's clock: the member that claims the first slot from it
  * owns the period's turn. */

@@ -108,7 +108,7 @@ const char *sl_redis_cluster_error(const sl_redis_cluster *c);
  * a no-op. Not from a callback. */
 void sl_redis_cluster_free(sl_redis_cluster *c);
 bool sl_redis_cluster_ready(const sl_redis_cluster *c);
-/* The SHA1 of the daemon script `name` ("claim", "ack"), or NULL if not
+/* The SHA1 of the daemon script `name` (sl_redis_conn_scripts), or NULL if not
  * ready. The same on every node. */
 const char *sl_redis_cluster_sha(const sl_redis_cluster *c, const char *name);
 

@@ -45,7 +45,7 @@ const char *sl_redis_client_error(const sl_redis_client *c);
  * Not from a callback. */
 void sl_redis_client_free(sl_redis_client *c);
 bool sl_redis_client_ready(const sl_redis_client *c);
-/* The SHA1 of the daemon script `name` ("claim", "ack"), or NULL if not
+/* The SHA1 of the daemon script `name` (sl_redis_conn_scripts), or NULL if not
  * ready. The same on every node. */
 const char *sl_redis_client_sha(const sl_redis_client *c, const char *name);
 

@@ -30,7 +30,7 @@
 static const sl_redis_link_timeouts link_timeouts = {
     .connect_ms = 5000, .handshake_ms = 5000, .reply_ms = 5000};
 
-const char *const sl_redis_conn_scripts[SL_REDIS_CONN_SCRIPTS] = {"claim", "ack"};
+const char *const sl_redis_conn_scripts[SL_REDIS_CONN_SCRIPTS] = {"claim", "ack", "reslot"};
 #define SCRIPT_COUNT ((size_t)SL_REDIS_CONN_SCRIPTS)
 
 /* The argument of a setup command's reply: which step, on which connection. */

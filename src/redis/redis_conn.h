@@ -47,14 +47,14 @@ void sl_redis_conn_set_options(sl_redis_conn *conn, const sl_redis_conn_options 
 void sl_redis_conn_free(sl_redis_conn *conn);
 /* The daemon scripts each connection loads (lua_scripts.h names), in
  * this order: one list for the connection and the cluster router. */
-#define SL_REDIS_CONN_SCRIPTS 2
+#define SL_REDIS_CONN_SCRIPTS 3
 extern const char *const sl_redis_conn_scripts[SL_REDIS_CONN_SCRIPTS];
 
 bool sl_redis_conn_ready(const sl_redis_conn *conn);
 /* Whether the link is up, ready or not (a script reload is not a lost
  * connection). */
 bool sl_redis_conn_connected(const sl_redis_conn *conn);
-/* The SHA1 of the loaded daemon script `name` ("claim", "ack"), or NULL. */
+/* The SHA1 of the loaded daemon script `name` (sl_redis_conn_scripts), or NULL. */
 const char *sl_redis_conn_sha(const sl_redis_conn *conn, const char *name);
 /* Sends a command; false (and no callback) if not connected. */
 bool sl_redis_conn_send(sl_redis_conn *conn, int argc, const char **argv, const size_t *argvlen,
