@@ -566,6 +566,7 @@ static sl_pace_due count_due(tenant *t, int64_t now)
                          .count = t->due.count,
                          .stale = t->stale.count < t->due.count ? t->stale.count : t->due.count,
                          .next_us = next ? next->send_at_us - SL_SEND_EARLY_US : INT64_MAX,
+                         .oldest_us = t->head ? t->head->send_at_us : 0,
                          .backlog = now < t->backlog_until_us};
 }
 
@@ -605,9 +606,13 @@ static void release_due(tenant *t)
     size_t concurrency = t->concurrency;
     int64_t now = sl_realtime_us();
     sl_pace_due due = count_due(t, now);
-    if (t->head && t->in_flight < concurrency && ask_for_slots(t, due))
-        return;
-    while (t->head && t->in_flight < concurrency && head_may_leave(t, due)) {
+    while (t->head && t->in_flight < concurrency) {
+        /* asked before each: a departure that kept its level can leave the
+         * next owed with no slot of its own to come */
+        if (ask_for_slots(t, due))
+            return;
+        if (!head_may_leave(t, due))
+            break;
         note_departure(t, t->head, due);
         if (t->env->trace)
             trace_departure(t, t->head, now);

@@ -241,6 +241,22 @@ void sl_pace_claimed(sl_pace *p, const sl_pace_rules *r, int64_t previous_us,
         max64(p->fleet_until_us, local_slot_us + FLEET_MEMORY_WINDOWS * p->window_us);
 }
 
+/* Since when the level of the debt at due.now_us has stood, at most: the
+ * debt only grows between departures (its own slots come), so the level
+ * now bounds it at every time since the last departure, and stands for
+ * the windows W that start then too (while a whole machine stalls no
+ * departure notes a level). Before the oldest job owed counted in it,
+ * nothing it owes now did. */
+static int64_t level_since(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due)
+{
+    int64_t oldest = due.now_us - p->window_us - p->bucket_us; /* the buckets remember no more */
+    if (p->started)
+        oldest = max64(oldest, p->departed_us + 1);
+    if (due.oldest_us > 0)
+        oldest = max64(oldest, due.oldest_us + r->fleet_fresh_us);
+    return min64(oldest, due.now_us);
+}
+
 /* When the fleet's rule lets a job go with `due` waiting: once no level of
  * the debt in the last W is above due.count + its slack (slack_for). The
  * level now falls only when a slot of its own comes (due.next_us; with
@@ -254,7 +270,7 @@ static int64_t fleet_rule_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_d
     int64_t next_us = min64(due.next_us, due.now_us + p->window_us);
     if (r->fleet_slack >= 0)
         next_us = min64(next_us, next_turn_at(p, due.now_us));
-    if (due.stale > due.count + slack_for(p, r, due.now_us, due.now_us + 1))
+    if (due.stale > due.count + slack_for(p, r, level_since(p, r, due), due.now_us + 1))
         return next_us;
     int64_t at = INT64_MIN;
     for (size_t i = 0; i < SL_PACE_BUCKETS; i++) {
@@ -307,7 +323,7 @@ int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due 
 }
 
 /* Remembers the level of debt (the jobs owed for fleet_fresh_us or more)
- * before a departure at departed_us. */
+ * before a departure at departed_us, in the bucket of that time. */
 static void bucket_note(sl_pace *p, int64_t departed_us, int64_t level)
 {
     int64_t index = floor_div(departed_us, p->bucket_us);
@@ -322,8 +338,14 @@ static void bucket_note(sl_pace *p, int64_t departed_us, int64_t level)
 void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, sl_pace_due due)
 {
     int64_t departed_us = due.now_us;
+    /* the level before it stood since the last departure (level_since):
+     * each bucket of that time remembers it */
+    if (p->marks)
+        for (int64_t at = level_since(p, r, due); at <= departed_us; at += p->bucket_us)
+            bucket_note(p, min64(at, departed_us), due.stale);
     if (p->marks)
         bucket_note(p, departed_us, due.stale);
+    p->departed_us = departed_us;
     if (!p->started || slot_us > p->slot_us)
         p->slot_us = slot_us;
     int64_t departed_ns = departed_us * NS_PER_US;

@@ -123,6 +123,7 @@ typedef struct sl_pace {
     int64_t departed;               /* departures noted since the log began */
     /* The fleet's rule (with the log only) */
     int64_t slot_us;           /* the schedule's slot of the last departure (started) */
+    int64_t departed_us;       /* ... and when it left */
     int64_t fleet_until_us;    /* others' slots were seen: in a fleet until then */
     int64_t bucket_us;
     sl_pace_bucket buckets[SL_PACE_BUCKETS];
@@ -139,6 +140,7 @@ typedef struct sl_pace_due {
     int64_t count;   /* whose slot has come (the one to leave included) */
     int64_t stale;   /* of them, whose slot came rules.fleet_fresh_us ago or more */
     int64_t next_us; /* when the next one's slot comes; INT64_MAX: none claimed */
+    int64_t oldest_us; /* when the oldest one's slot came (0: not known) */
     bool backlog;    /* the fleet may hold more slots to come: the queue had more at the
                       * last claim, or others' slots claimed before it drained */
 } sl_pace_due;
