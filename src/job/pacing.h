@@ -64,6 +64,12 @@
  * members' turns, so the bound holds however many stall at once. A
  * fleet's catch-up is slower than a lone process's: slack + 1 jobs per
  * turn its member owns (at 1,000/s, 2 per 150 ms, shared by the members).
+ * The debt only grows between departures, so the level at a departure
+ * also stands for the windows that started since the last one (or since
+ * the oldest job owed came due): a whole machine's stall notes no level.
+ * When the backlog ends nobody claims, so nobody owns turns: a late
+ * member then asks for new slots for what it owes (sl_pace_wants_slots)
+ * and its jobs leave on the one schedule with the others'.
  * Pure: times are passed in, microseconds on one clock (the slots' gaps
  * on the schedule's own). */
 #ifndef SLUICE_PACING_H
@@ -161,6 +167,8 @@ void sl_pace_free(sl_pace *p);
  * due.now_us when it may not leave then. Held by the fleet's rule, it is
  * no later than due.next_us, when the debt grows and the answer may
  * change. Before the first departure only the fleet's rule holds a job.
+ * With the backlog over and no slot of its own to come, the fleet's rule
+ * holds nothing: ask sl_pace_wants_slots first.
  * A zeroed sl_pace allows any time (INT64_MIN). */
 int64_t sl_pace_allows_at(const sl_pace *p, const sl_pace_rules *r, sl_pace_due due);
 
