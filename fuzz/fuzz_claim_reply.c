@@ -1,9 +1,10 @@
-/* fuzz_claim_reply.c - the claim and ack reply codecs on whatever a Redis
+/* fuzz_claim_reply.c - the claim, ack and reslot reply codecs on whatever a Redis
  * (or something posing as one) might send: the bytes go through hiredis's
  * I/O-free reader (redisReaderFeed / redisReaderGetReply, the code that
  * reads the socket in the daemon), and every reply it yields is handed to
- * sl_claim_parse, as a claim reply, and to sl_redis_is_noscript, the one
- * reading the daemon makes of an ack reply (anything else is logged).
+ * sl_claim_parse, as a claim reply, to sl_reslot_parse, as a reslot
+ * reply, and to sl_redis_is_noscript, the one reading the daemon makes of
+ * an ack reply (anything else is logged).
  *
  * Input: byte 0 picks the batch (the most jobs a claim may return, 0..31)
  * and byte 1 the size of the pieces the reader is fed in (1..256); the rest
@@ -11,8 +12,8 @@
  *
  * Checked, beyond memory safety (ASan sees any read outside the reply):
  * a parsed claim holds at most the batch; every job's id and element and
- * every dead-letter reason lie in strings of the reply; a refusal says
- * why.
+ * every dead-letter reason lie in strings of the reply; a reslot reply
+ * taken gives its slots in order; a refusal says why.
  *
  * Not fuzzed: array lengths over 100,000 (resp_stream.h says why). */
 #include <stdbool.h>
@@ -25,6 +26,7 @@
 #include "redis/claim.h"
 #include "redis/redis_errors.h"
 #include "redis/redis_conn.h"
+#include "redis/reslot.h"
 #include "resp_stream.h"
 #include "violation.h"
 
@@ -66,6 +68,18 @@ static void check_reply(const redisReply *reply, void *arg)
         }
     } else if (err[0] == '\0') {
         sl_fuzz_violation("claim refused without a message");
+    }
+    int64_t now_us;
+    size_t slots;
+    err[0] = '\0';
+    if (sl_reslot_parse(reply, &now_us, &slots, err, sizeof err)) {
+        for (size_t i = 0; i + 1 < slots; i++)
+            if (sl_reslot_slot(reply, i + 1) < sl_reslot_slot(reply, i))
+                sl_fuzz_violation("reslot slot %zu before slot %zu", i + 1, i);
+        if (slots == 0)
+            sl_fuzz_violation("reslot taken with no slot");
+    } else if (err[0] == '\0') {
+        sl_fuzz_violation("reslot refused without a message");
     }
     sink += sl_redis_is_noscript(reply);
     if (reply->type == REDIS_REPLY_ERROR || reply->type == REDIS_REPLY_STATUS)
