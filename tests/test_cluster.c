@@ -137,6 +137,7 @@ Test(cluster, commands_reach_the_owner_on_every_shard)
     cr_assert_eq(sl_redis_cluster_primary_count(r.router), 3);
     cr_assert_not_null(sl_redis_cluster_sha(r.router, "claim"));
     cr_assert_not_null(sl_redis_cluster_sha(r.router, "ack"));
+    cr_assert_not_null(sl_redis_cluster_sha(r.router, "reslot"));
     int shards = 0;
     for (int i = 0; i < RC_NODES; i++) {
         if (!cluster.nodes[i].primary)

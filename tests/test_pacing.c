@@ -1006,15 +1006,22 @@ Test(pacing, a_fleet_late_when_its_backlog_ends_crowds_without_new_slots)
     }
 }
 
+/* 1,000/s: a member of a fleet that claimed the slots 1,041..1,060 ms,
+ * after others held those from 951 ms. */
+static void holding_slots_after_others(sl_pace *p, const sl_pace_rules *r)
+{
+    in_a_fleet(p, r);
+    for (int64_t slot = 1041000; slot <= 1060000; slot += 1000)
+        sl_pace_claimed(p, r, slot == 1041000 ? 950000 : slot - 1000, 950000, slot, slot);
+}
+
 Test(pacing, a_member_wants_new_slots_only_late_in_a_fleet_whose_backlog_is_over)
 {
     /* 1,000/s: a member of a fleet, 20 jobs owed after a stall, outside
      * its turns (it owns none) */
     sl_pace p = {0};
     sl_pace_rules r = sl_pace_rules_for(1000000);
-    in_a_fleet(&p, &r);
-    for (int64_t slot = 1041000; slot <= 1060000; slot += 1000)
-        sl_pace_claimed(&p, &r, slot == 1041000 ? 950000 : slot - 1000, 950000, slot, slot);
+    holding_slots_after_others(&p, &r);
     sl_pace_due late = owed_more(1080000, 20, 20, INT64_MAX);
     cr_assert_not(sl_pace_wants_slots(&p, &r, late), "the backlog lasts: others may still claim");
     late.backlog = false;
@@ -1043,9 +1050,7 @@ Test(pacing, new_slots_forget_the_debt_they_took)
      * the level counted jobs owed no more. */
     sl_pace p = {0};
     sl_pace_rules r = sl_pace_rules_for(1000000);
-    in_a_fleet(&p, &r);
-    for (int64_t slot = 1041000; slot <= 1060000; slot += 1000)
-        sl_pace_claimed(&p, &r, slot == 1041000 ? 950000 : slot - 1000, 950000, slot, slot);
+    holding_slots_after_others(&p, &r);
     sl_pace_due due = owed_more(1080000, 20, 20, INT64_MAX);
     due.backlog = false;
     sl_pace_note(&p, &r, 1041000, due);
@@ -1073,9 +1078,7 @@ Test(pacing, a_level_stands_for_the_windows_that_start_while_nothing_departs)
      * stopped, 105 in 100 ms). */
     sl_pace p = {0};
     sl_pace_rules r = sl_pace_rules_for(1000000);
-    in_a_fleet(&p, &r);
-    for (int64_t slot = 1041000; slot <= 1060000; slot += 1000)
-        sl_pace_claimed(&p, &r, slot == 1041000 ? 950000 : slot - 1000, 950000, slot, slot);
+    holding_slots_after_others(&p, &r);
     int64_t drawn = sl_pace_turn_drawn_at(&r, 1200000);
     sl_pace_claimed(&p, &r, 1060000, 950000, drawn, drawn);
     sl_pace_note(&p, &r, 1041000, owed_since(1041000, 1, 0, 1042000, 1041000));

@@ -101,6 +101,7 @@ Test(redis_client, ready_sends_with_and_without_a_key_and_to_primary_0)
     cr_assert_eq(sl_redis_client_primary_count(c), 1);
     cr_assert_not_null(sl_redis_client_sha(c, "claim"));
     cr_assert_not_null(sl_redis_client_sha(c, "ack"));
+    cr_assert_not_null(sl_redis_client_sha(c, "reslot"));
     cr_assert_null(sl_redis_client_sha(c, "nonesuch"));
     const sl_redis_target *p = sl_redis_client_primary(c, 0);
     cr_assert(sl_redis_target_same(p, &f.target), "primary 0 is the server connected");
