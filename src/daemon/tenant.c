@@ -842,7 +842,12 @@ static void on_reslot_reply(redisReply *reply, void *arg)
     int64_t now_us;
     size_t count;
     char err[256];
-    if (!sl_reslot_parse(reply, &now_us, &count, err, sizeof err)) {
+    bool parsed = sl_reslot_parse(reply, &now_us, &count, err, sizeof err);
+    if (parsed && t->head && count != t->waiting) { /* asked for every one waiting */
+        snprintf(err, sizeof err, "reslot: %zu slots for %zu jobs", count, t->waiting);
+        parsed = false;
+    }
+    if (!parsed) {
         if (reply && sl_redis_is_noscript(reply))
             sl_redis_client_reload_scripts(t->env->redis, t->keys.queue);
         SL_LOG(SL_LOG_WARNING, "msg=\"no new slots for jobs owed late; they catch up alone\" tenant=%s error=\"%s\"",
