@@ -339,12 +339,12 @@ void sl_pace_note(sl_pace *p, const sl_pace_rules *r, int64_t slot_us, sl_pace_d
 {
     int64_t departed_us = due.now_us;
     /* the level before it stood since the last departure (level_since):
-     * each bucket of that time remembers it */
-    if (p->marks)
-        for (int64_t at = level_since(p, r, due); at <= departed_us; at += p->bucket_us)
-            bucket_note(p, min64(at, departed_us), due.stale);
-    if (p->marks)
+     * each bucket of that time remembers it, the departure's own too */
+    if (p->marks) {
+        for (int64_t at = level_since(p, r, due); at < departed_us; at += p->bucket_us)
+            bucket_note(p, at, due.stale);
         bucket_note(p, departed_us, due.stale);
+    }
     p->departed_us = departed_us;
     if (!p->started || slot_us > p->slot_us)
         p->slot_us = slot_us;
