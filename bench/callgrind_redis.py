@@ -22,6 +22,11 @@ SLOWLOG logging every command, and prints the microseconds Redis itself
 timed for the claims and for the acks (wall time: it varies run to run on
 a shared VM, where the instruction counts do not).
 
+--cpu runs the same sequence on a redis-server without valgrind and
+prints the CPU time the redis-server process spent on it (its
+/proc/PID/schedstat, in ns: the scripts, the network and the event loop,
+what INFO cpu counts in a real run), per job.
+
 --floor runs the same sequence against two minimal scripts that do only
 the Redis work of the data model (LRANGE, LTRIM, HSET of the records, ZADD
 of the leases, the reply; ZMSCORE, HMGET, ZREM, HDEL at the ack) and no
@@ -156,12 +161,21 @@ def slowlog_us(r, claim_sha, ack_sha):
     return out
 
 
+def on_cpu_ns(pid):
+    """The CPU time all threads of process pid ran, in ns (schedstat)."""
+    total = 0
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/schedstat" % (pid, task)) as f:
+            total += int(f.read().split()[0])
+    return total
+
+
 def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), floor=False,
-        claim_batch=CLAIM_BATCH, slowlog=False):
+        claim_batch=CLAIM_BATCH, slowlog=False, cpu=False):
     scripts = {"claim": FLOOR_CLAIM, "ack": FLOOR_ACK} if floor else embedded_scripts(build)
     port = P.free_port()
     out_file = os.path.join(workdir, "callgrind.out")
-    argv = [] if slowlog else ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file]
+    argv = [] if slowlog or cpu else ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out_file]
     argv += ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--daemonize", "no", "--dir", workdir, "--loglevel", "warning"]
     for setting in config:
@@ -190,6 +204,8 @@ def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), flo
             r.call("CONFIG", "SET", "slowlog-log-slower-than", "0")
             r.call("CONFIG", "SET", "slowlog-max-len", "1000000")
             r.call("SLOWLOG", "RESET")
+        elif cpu:
+            cpu_before = on_cpu_ns(p.pid)
         else:
             subprocess.run(["callgrind_control", "--zero", str(p.pid)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -212,6 +228,8 @@ def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), flo
             delivered += len(done)
         if slowlog:
             timed = slowlog_us(r, claim_sha, ack_sha)
+        elif cpu:
+            cpu_ns = on_cpu_ns(p.pid) - cpu_before
         else:
             subprocess.run(["callgrind_control", "--dump", str(p.pid)], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -228,6 +246,10 @@ def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), flo
                 "commandstats": {k: v for k, v in stats.items()
                                  if k not in ("info", "config|resetstat", "slowlog|reset",
                                               "slowlog|get", "config|set")}}
+    if cpu:
+        return {"jobs": delivered, "claims": calls, "ack_batch": ack_batch, "cpu_ns": cpu_ns,
+                "commands_per_job": commands(stats) / delivered,
+                "commandstats": {k: v for k, v in stats.items() if k not in ("info", "config|resetstat")}}
     dumps = sorted(glob.glob(out_file + ".*"), key=lambda f: int(f.rsplit(".", 1)[1]))
     if not dumps:
         raise RuntimeError("callgrind wrote no dump (%s)" % workdir)
@@ -252,12 +274,14 @@ def main():
                     help="minimal scripts doing only the Redis work of the data model (no decisions)")
     ap.add_argument("--slowlog", action="store_true",
                     help="no valgrind: Redis's own timing of the claims and acks (SLOWLOG)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="no valgrind: the CPU time redis-server spent on the sequence (schedstat)")
     ap.add_argument("--keep", action="store_true", help="keep the work dir (callgrind output)")
     a = ap.parse_args()
     workdir = tempfile.mkdtemp(prefix="sluice-callgrind-")
     try:
         res = run(a.build, a.jobs, a.ack_batch, workdir, a.max_waiting, a.config, a.floor,
-                  a.claim_batch, a.slowlog)
+                  a.claim_batch, a.slowlog, a.cpu)
     finally:
         if not a.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -269,6 +293,9 @@ def main():
         print("redis-server SLOWLOG: claims %d us, acks %d us, %.2f us per job; commands per job "
               "%.2f" % (res["claim_us"], res["ack_us"],
                         (res["claim_us"] + res["ack_us"]) / res["jobs"], res["commands_per_job"]))
+    elif a.cpu:
+        print("redis-server CPU: %.1f ms, %.2f us per job; commands per job %.2f"
+              % (res["cpu_ns"] / 1e6, res["cpu_ns"] / 1e3 / res["jobs"], res["commands_per_job"]))
     else:
         print("redis-server Ir: %d total, %.0f per job; commands per job %.2f"
               % (res["ir"], res["ir_per_job"], res["commands_per_job"]))

@@ -73,7 +73,7 @@ Test(ack_batch, a_small_batch_costs_no_clock_read_per_outcome)
 {
     deliver(0, false);
     fake_now = T0 + 5 * DELAY; /* long past the delay: only the timer acts */
-    for (int i = 1; i < SL_BATCH_INTERVALS - 1; i++) {
+    for (int i = 1; i < SL_ACK_BATCH_OPS - 1; i++) {
         sl_ack_step s = deliver(i, false);
         cr_assert_not(s.flush, "outcome %d", i);
         cr_assert_lt(s.arm_us, 0, "outcome %d re-armed the timer", i);
@@ -84,7 +84,7 @@ Test(ack_batch, a_small_batch_costs_no_clock_read_per_outcome)
 Test(ack_batch, a_batch_opened_big_reads_the_clock_once)
 {
     /* a pause hands many jobs back before the batch's verdict is asked */
-    for (int i = 0; i < 2 * SL_BATCH_INTERVALS; i++)
+    for (int i = 0; i < 2 * SL_ACK_BATCH_OPS; i++)
         sl_ack_done(&b.filling, "p.0", 1000);
     sl_ack_step s = sl_ack_batch_added(&b, false, fake_clock);
     cr_assert_not(s.flush, "it has not waited yet");
@@ -94,7 +94,7 @@ Test(ack_batch, a_batch_opened_big_reads_the_clock_once)
 
 Test(ack_batch, enough_outcomes_go_once_the_first_has_waited_its_delay)
 {
-    for (int i = 0; i < SL_BATCH_INTERVALS - 1; i++)
+    for (int i = 0; i < SL_ACK_BATCH_OPS - 1; i++)
         deliver(i, false);
     fake_now = T0 + DELAY - 1;
     cr_assert_not(deliver(100, false).flush, "too early");
@@ -119,7 +119,7 @@ Test(ack_batch, while_draining_nothing_waits)
 
 Test(ack_batch, the_timer_at_the_delay_flushes_a_batch_big_enough)
 {
-    for (int i = 0; i < SL_BATCH_INTERVALS; i++)
+    for (int i = 0; i < SL_ACK_BATCH_OPS; i++)
         deliver(i, false);
     cr_assert(sl_ack_batch_timer(&b, false, T0 + DELAY).flush);
     /* libevent reckons from its loop turn's start: a hair early by this

@@ -444,6 +444,52 @@ Test(claim, a_claim_reads_the_queue_in_chunks_and_trims_exactly_what_it_took)
     free(rest);
 }
 
+/* OBJECT ENCODING of key, as a string the caller frees. */
+static char *encoding(const char *key)
+{
+    redisReply *reply = redisCommand(fx.conn, "OBJECT ENCODING %s", key);
+    cr_assert(reply && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS),
+              "OBJECT ENCODING %s", key);
+    char *text = strdup(reply->str);
+    freeReplyObject(reply);
+    return text;
+}
+
+/* A claim of 64 jobs or more writes its records into a hash table, not
+ * the listpack Redis keeps a small hash in (searched end to end for every
+ * field set or deleted): it adds one over-long field first and removes
+ * it, so the hash holds exactly the claimed jobs. A smaller claim leaves
+ * the hash as Redis makes it. */
+Test(claim, a_large_claim_writes_its_records_into_a_table_and_leaves_no_other_field)
+{
+    for (int i = 0; i < 74; i++) {
+        char job[32];
+        snprintf(job, sizeof job, "{\"n\":%d}", i);
+        push(job);
+    }
+    sl_claim_params p = params(1000000000, SEC, 10);
+    claimed *small = claim(&p);
+    cr_assert_eq(small->result.job_count, 10);
+    char *before = encoding(keys.jobs);
+    cr_assert_str_neq(before, "hashtable", "10 records: Redis's own choice (listpack, ziplist)");
+    p.batch = 64;
+    claimed *large = claim(&p);
+    cr_assert_eq(large->result.job_count, 64);
+    char *after = encoding(keys.jobs);
+    cr_assert_str_eq(after, "hashtable");
+    cr_assert_eq(count("HLEN %s", keys.jobs), 74, "the claimed jobs and nothing else");
+    for (int i = 0; i < 64; i++) {
+        redisReply *r = redisCommand(fx.conn, "HGET %s %s", keys.jobs, large->id[i]);
+        cr_assert(r && r->type == REDIS_REPLY_STRING && strstr(r->str, large->job[i]),
+                  "record of %s", large->id[i]);
+        freeReplyObject(r);
+    }
+    free(before);
+    free(after);
+    free(small);
+    free(large);
+}
+
 /* A limit's field (or its expiry, field NULL) as a string the caller frees. */
 static char *limit_field(const char *tenant, const char *limit, const char *field)
 {

@@ -5,8 +5,8 @@
  * Outcomes gather until the first has waited delay_us (sl_ack_delay_us)
  * and there are SL_ACK_BATCH_ARGS of them, or it has waited
  * SL_ACK_DELAY_MAX_US: a tenant far below its rate (bound by its
- * concurrency or a slow endpoint) then still acks about SL_BATCH_INTERVALS
- * jobs per round trip, not one or two. A batch of SL_ACK_FLUSH_ARGS goes
+ * concurrency or a slow endpoint) then still acks what that longest wait
+ * gathered per round trip, not one or two. A batch of SL_ACK_FLUSH_ARGS goes
  * at once; while draining, nothing waits.
  *
  * The batch decides; the tenant does the I/O (its timer, the Redis call)

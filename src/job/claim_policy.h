@@ -31,8 +31,8 @@
 /* A shaped tenant claims again while the jobs it holds last
  * SL_CLAIM_REFILL_US more, and then what departs in the
  * SL_CLAIM_LOOKAHEAD_INTERVALS intervals after that: some 20 jobs per
- * claim. It acks about SL_BATCH_INTERVALS jobs per round trip: under 0.2
- * Redis calls per job at any rate where that fits in the ack bounds. */
+ * claim. It acks at least SL_BATCH_INTERVALS jobs per round trip: under
+ * 0.2 Redis calls per job at any rate where that fits in the ack bounds. */
 #define SL_BATCH_INTERVALS 10
 /* A claim reply may take this long: claiming only once the jobs in hand
  * had run out, a stall of this process or of Redis lost the schedule the
@@ -61,8 +61,12 @@
  * would hold Redis longer than any wait saves. */
 #define SL_ACK_FLUSH_ARGS 1024
 /* An ack batch goes once its first outcome waited its delay and it holds
- * about SL_BATCH_INTERVALS outcomes (3 arguments each). */
-#define SL_ACK_BATCH_ARGS (3 * SL_BATCH_INTERVALS)
+ * SL_ACK_BATCH_OPS outcomes (3 arguments each), or its longest wait
+ * passed. Redis pays each ack call's round trip and setup whatever it
+ * carries: 100 fast tenants acking about 12 jobs a call cost it some 10%
+ * more CPU per job than acking about 40 (bench/RESULTS.md, issue 18). */
+#define SL_ACK_BATCH_OPS 40
+#define SL_ACK_BATCH_ARGS (3 * SL_ACK_BATCH_OPS)
 /* Outcomes gather within SL_BATCH_INTERVALS intervals, but 2 to 100 ms:
  * a 10 ms floor was measured to make departures later at 100-10,000/s (up
  * to 19 ms at the p99 instead of under 1 ms, bench --only shaping), so
