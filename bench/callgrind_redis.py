@@ -65,7 +65,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local lease_us, prefix = tonumber(ARGV[7]), ARGV[8]
 local q = redis.call('LRANGE', KEYS[1], -tonumber(ARGV[6]), -1)
-local records, leases, reply = {}, {}, {now, now, 0, 0, 0, {}, 0, 0, 0, 0} -- claim.lua's REPLY_HEADER fields
+local records, leases, reply = {}, {}, {now, now, 0, 0, 0, {}, 0, 0, 0, 0, {}} -- claim.lua's REPLY_HEADER fields
 for i = #q, 1, -1 do
   local id = prefix .. string.format('%x', #q - i)
   records[#records + 1] = id
@@ -73,8 +73,7 @@ for i = #q, 1, -1 do
   leases[#leases + 1] = string.format('%d', now + lease_us + i)
   leases[#leases + 1] = id
   local at = #reply
-  reply[at + 1], reply[at + 2], reply[at + 3] = id, now + i, now + lease_us + i
-  reply[at + 4], reply[at + 5], reply[at + 6] = 0, now, q[i]
+  reply[at + 1], reply[at + 2] = now + i, q[i]
 end
 redis.call('LTRIM', KEYS[1], 0, -#q - 1)
 redis.call('HSET', KEYS[4], unpack(records))
@@ -119,12 +118,30 @@ def claim_args(sha, n, batch=CLAIM_BATCH):
     return ["EVALSHA", sha, 6, keys("queue"), keys("shape"), keys("inflight"), keys("jobs"),
             keys("retry"), keys("dlq"),
             CAPACITY, RATE_MILLI, "wait", 0, LOOKAHEAD_US, batch, LEASE_US,
-            "cg%09d" % n, TENANT, "envelope", REFILL_US, MAX_JOB_BYTES, 0, 0]
+            claim_prefix(n), TENANT, "envelope", REFILL_US, MAX_JOB_BYTES, 0, 0]
 
 
-def claimed_jobs(reply):
-    """(id, lease) of each job of a claim reply (10 header fields, 6 per job)."""
-    return [(reply[i], reply[i + 2]) for i in range(10, len(reply), 6)]
+def claim_prefix(n):
+    """The id prefix of claim call n (claim_args)."""
+    return "cg%09d" % n
+
+
+def claimed_jobs(reply, prefix):
+    """(id, lease) of each job of a claim reply to a call with id prefix
+    prefix. Since issue 18 the reply has 11 header fields (the 11th: the
+    jobs that are not new, 4 fields each, by place) and 2 per job (slot,
+    job): a new job's id is the prefix and its place in hex, every lease
+    slot + LEASE_US. Before, 10 header fields and 6 per job (id, slot,
+    lease, ...): a build of an older commit is measured too."""
+    if len(reply) <= 10 or not isinstance(reply[10], list):
+        return [(reply[i], reply[i + 2]) for i in range(10, len(reply), 6)]
+    jobs = [((prefix + "%x" % k).encode(), reply[i] + LEASE_US)
+            for k, i in enumerate(range(11, len(reply), 2))]
+    retried = reply[10]
+    for i in range(0, len(retried), 4):
+        place = retried[i]
+        jobs[place] = (retried[i + 1], jobs[place][1])
+    return jobs
 
 
 def ack_args(sha, jobs):
@@ -214,7 +231,8 @@ def run(build, jobs, ack_batch, workdir, max_waiting=MAX_WAITING, config=(), flo
             # As a tenant at backlog: claim while it holds fewer than
             # SL_CLAIM_MAX_WAITING jobs, else ack the oldest it holds.
             if queued > 0 and len(held) < max_waiting:
-                got = claimed_jobs(r.call(*claim_args(claim_sha, calls, claim_batch)))
+                got = claimed_jobs(r.call(*claim_args(claim_sha, calls, claim_batch)),
+                                   claim_prefix(calls))
                 calls += 1
                 if not got:
                     raise RuntimeError("claim %d returned no job with %d queued" % (calls, queued))

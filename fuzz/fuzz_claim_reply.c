@@ -11,8 +11,9 @@
  * is the RESP stream.
  *
  * Checked, beyond memory safety (ASan sees any read outside the reply):
- * a parsed claim holds at most the batch; every job's id and element and
- * every dead-letter reason lie in strings of the reply; a reslot reply
+ * a parsed claim holds at most the batch; every job's element, a retried
+ * job's id and every dead-letter reason lie in strings of the reply, a new
+ * job's id in the job's id_buf; every lease is the slot + lease_us; a reslot reply
  * taken gives its slots in order; a refusal says why.
  *
  * Not fuzzed: array lengths over 100,000 (resp_stream.h says why). */
@@ -33,6 +34,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define BATCH_MAX 32
+#define FUZZ_LEASE_US INT64_C(40000000)
 /* Touches every byte of s[0, len) so ASan checks the span lies in memory
  * the reply owns. */
 static unsigned touch(const char *s, size_t len)
@@ -51,12 +53,14 @@ static void check_reply(const redisReply *reply, void *arg)
     char err[256];
     err[0] = '\0';
     volatile unsigned sink = 0;
-    if (sl_claim_parse(reply, &result, jobs, batch, err, sizeof err)) {
+    if (sl_claim_parse(reply, "fuzz.", FUZZ_LEASE_US, &result, jobs, batch, err, sizeof err)) {
         if (result.job_count > batch || reply->type != REDIS_REPLY_ARRAY)
             sl_fuzz_violation("claim parsed %zu jobs for a batch of %zu", result.job_count, batch);
         for (size_t i = 0; i < result.job_count; i++) {
             if (!jobs[i].id || !jobs[i].job)
                 sl_fuzz_violation("claim job %zu without id or element", i);
+            if (jobs[i].lease != jobs[i].slot_us + FUZZ_LEASE_US)
+                sl_fuzz_violation("claim job %zu's lease is not its slot + lease_us", i);
             sink += touch(jobs[i].id, jobs[i].id_len) + touch(jobs[i].job, jobs[i].job_len);
         }
         for (size_t i = 0; i < result.dead_reason_count; i++) {

@@ -48,6 +48,19 @@ static sl_claim_params params(int64_t rate_milli, int64_t lookahead_us, int batc
     };
 }
 
+/* The first_seen_us of the claimed job id's record ("attempts:first_seen
+ * in base 36:job", lua/job_record.lua). */
+static int64_t record_first_seen(const char *jobs_key, const char *id)
+{
+    redisReply *r = redisCommand(fx.conn, "HGET %s %s", jobs_key, id);
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "no record for %s", id);
+    const char *first = strchr(r->str, ':');
+    cr_assert_not_null(first, "record %s", r->str);
+    int64_t seen = (int64_t)strtoll(first + 1, NULL, 36);
+    freeReplyObject(r);
+    return seen;
+}
+
 /* A claim's result; jobs are copied so that tests can keep them. */
 typedef struct claimed {
     sl_claim_result result;
@@ -65,14 +78,15 @@ static claimed *claim(const sl_claim_params *p)
     sl_tenant_keys tk;
     cr_assert(sl_tenant_keys_init(&tk, p->prefix, p->tenant));
     sl_claim_build(&args, claim_sha, &tk, p, prefix);
-    sl_tenant_keys_free(&tk); /* the arguments hold copies */
     const char **argv = sl_argv_finish(&args);
     cr_assert_not_null(argv);
     redisReply *reply = redisCommandArgv(fx.conn, (int)args.count, argv, args.lengths);
     static sl_claimed_job jobs[MAX_BATCH];
     claimed *c = calloc(1, sizeof *c);
     char err[256];
-    cr_assert(sl_claim_parse(reply, &c->result, jobs, MAX_BATCH, err, sizeof err), "%s", err);
+    cr_assert(sl_claim_parse(reply, prefix, p->lease_us, &c->result, jobs, MAX_BATCH, err,
+                             sizeof err),
+              "%s", err);
     for (size_t i = 0; i < c->result.job_count; i++) {
         snprintf(c->id[i], sizeof c->id[i], "%.*s", (int)jobs[i].id_len, jobs[i].id);
         snprintf(c->job[i], sizeof c->job[i], "%.*s", (int)jobs[i].job_len, jobs[i].job);
@@ -81,7 +95,10 @@ static claimed *claim(const sl_claim_params *p)
         c->lease[i] = jobs[i].lease;
         c->attempts[i] = jobs[i].attempts;
         c->first_seen[i] = jobs[i].first_seen_us;
+        if (jobs[i].attempts == 0 && jobs[i].first_seen_us == 0) /* new: its record has it */
+            c->first_seen[i] = record_first_seen(tk.jobs, c->id[i]);
     }
+    sl_tenant_keys_free(&tk);
     size_t used = 0;
     for (size_t i = 0; i < c->result.dead_reason_count; i++) {
         const char *reason;
@@ -1420,4 +1437,81 @@ Test(claim_ids, a_reslot_reply_that_lies_is_refused_with_the_reason)
     cr_assert(strstr(err, "element 3 is not an integer"), "%s", err);
     good->element[2]->type = REDIS_REPLY_INTEGER;
     freeReplyObject(good);
+}
+
+/* A reply as hiredis reads it from RESP text. */
+static redisReply *resp(const char *text)
+{
+    redisReader *reader = redisReaderCreate();
+    cr_assert_eq(redisReaderFeed(reader, text, strlen(text)), REDIS_OK);
+    void *reply = NULL;
+    cr_assert_eq(redisReaderGetReply(reader, &reply), REDIS_OK);
+    cr_assert_not_null(reply, "incomplete RESP: %s", text);
+    redisReaderFree(reader);
+    return reply;
+}
+
+/* The header of a claim reply (11 fields) with `retried` as given, then
+ * two jobs at slots 100 and 200. */
+static char *claim_reply(const char *retried)
+{
+    char *text;
+    cr_assert(asprintf(&text,
+                       "*15\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n*0\r\n:1000\r\n$4\r\nfile\r\n:4\r\n:0\r\n"
+                       "%s:100\r\n$3\r\n{a}\r\n:200\r\n$3\r\n{b}\r\n",
+                       retried) > 0);
+    return text;
+}
+
+/* The reply leaves out what the call tells: a new job's id (the prefix
+ * and its place in hex) and every lease (slot + lease_us); a retried
+ * job's id, attempts and first_seen come by place. A Redis that lies
+ * about them is refused with the reason. */
+Test(claim_ids, a_claim_reply_gives_ids_and_leases_by_the_call_and_refuses_lies)
+{
+    sl_claim_result r;
+    sl_claimed_job jobs[4];
+    char err[256];
+    char *text = claim_reply("*4\r\n:1\r\n$5\r\nold.7\r\n:2\r\n:77\r\n");
+    redisReply *good = resp(text);
+    cr_assert(sl_claim_parse(good, "P.", 40, &r, jobs, 4, err, sizeof err), "%s", err);
+    cr_assert_eq(r.job_count, 2);
+    cr_assert_eq(jobs[0].id_len, 3);
+    cr_assert(memcmp(jobs[0].id, "P.0", 3) == 0);
+    cr_assert_eq(jobs[0].lease, 140);
+    cr_assert_eq(jobs[0].attempts, 0);
+    cr_assert(memcmp(jobs[1].id, "old.7", 5) == 0 && jobs[1].id_len == 5);
+    cr_assert_eq(jobs[1].attempts, 2);
+    cr_assert_eq(jobs[1].first_seen_us, 77);
+    cr_assert_eq(jobs[1].lease, 240);
+    cr_assert(memcmp(jobs[1].job, "{b}", 3) == 0);
+    freeReplyObject(good);
+    free(text);
+
+    const char *lies[] = {
+        "*4\r\n:2\r\n$5\r\nold.7\r\n:2\r\n:77\r\n",                           /* no job 2 */
+        "*8\r\n:1\r\n$1\r\na\r\n:0\r\n:1\r\n:0\r\n$1\r\nb\r\n:0\r\n:1\r\n",   /* out of order */
+        "*4\r\n:0\r\n:5\r\n:0\r\n:1\r\n",                                     /* id not a string */
+        "*3\r\n:0\r\n$1\r\na\r\n:0\r\n",                                      /* not 4 a job */
+        "*4\r\n:0\r\n$1\r\na\r\n:-1\r\n:1\r\n",                               /* attempts < 0 */
+    };
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        text = claim_reply(lies[i]);
+        redisReply *lie = resp(text);
+        cr_assert_not(sl_claim_parse(lie, "P.", 40, &r, jobs, 4, err, sizeof err), "lie %zu", i);
+        cr_assert(strstr(err, "retried jobs are not (place, id, attempts, first_seen) in order"),
+                  "lie %zu: %s", i, err);
+        freeReplyObject(lie);
+        free(text);
+    }
+    redisReply *overflow = resp("*13\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n*0\r\n:1000\r\n$4\r\nfile\r\n"
+                                ":4\r\n:0\r\n*0\r\n:9223372036854775800\r\n$3\r\n{a}\r\n");
+    cr_assert_not(sl_claim_parse(overflow, "P.", 40, &r, jobs, 4, err, sizeof err));
+    cr_assert(strstr(err, "job 0 of the reply is not a slot and a string"), "%s", err);
+    freeReplyObject(overflow);
+    char long_prefix[SL_CLAIM_ID_PREFIX_MAX + 2];
+    memset(long_prefix, 'p', sizeof long_prefix - 1);
+    long_prefix[sizeof long_prefix - 1] = '\0';
+    cr_assert_not(sl_claim_parse(NULL, long_prefix, 40, &r, jobs, 4, err, sizeof err));
+    cr_assert(strstr(err, "id prefix over"), "%s", err);
 }

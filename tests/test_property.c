@@ -533,7 +533,8 @@ static void check_claim(const char *sha, sl_argv *args, const sl_tenant_keys *k,
     sl_claim_result got;
     sl_claimed_job jobs[CLAIM_MODEL_BATCH_MAX];
     char err[256];
-    cr_assert(sl_claim_parse(reply, &got, jobs, CLAIM_MODEL_BATCH_MAX, err, sizeof err),
+    cr_assert(sl_claim_parse(reply, prefix, p->lease_us, &got, jobs, CLAIM_MODEL_BATCH_MAX, err,
+                             sizeof err),
               "seq %d step %d: %s", seq, step, err);
     claim_model_claim(cm, p->now_us, expected);
 

@@ -16,10 +16,18 @@ class CallgrindRedis(unittest.TestCase):
                 f.write(text)
             self.assertEqual(G.embedded_scripts(d), {"claim": b"re\nd", "ack": b"a"})
 
-    def test_claimed_jobs_take_id_and_lease_of_each_six_fields(self):
+    def test_claimed_jobs_take_id_and_lease_of_each_six_fields_before_issue_18(self):
         reply = [1, 2, 3, 4, 5, [], 10000, b"file", 16, 0] + [b"id0", 10, 110, 0, 7, b"{}"] + [b"id1", 11, 111, 2, 7, b"[]"]
-        self.assertEqual(G.claimed_jobs(reply), [(b"id0", 110), (b"id1", 111)])
-        self.assertEqual(G.claimed_jobs([1, 2, 3, 4, 5, [], 10000, b"file", 16, 0]), [])
+        self.assertEqual(G.claimed_jobs(reply, "p"), [(b"id0", 110), (b"id1", 111)])
+        self.assertEqual(G.claimed_jobs([1, 2, 3, 4, 5, [], 10000, b"file", 16, 0], "p"), [])
+
+    def test_claimed_jobs_make_new_ids_and_every_lease_from_the_call(self):
+        header = [1, 2, 3, 4, 5, [], 10000, b"file", 16, 0]
+        reply = header + [[1, b"old.3", 2, 7]] + [10, b"{}", 11, b"[]", 12, b"0"]
+        self.assertEqual(G.claimed_jobs(reply, "p."),
+                         [(b"p.0", 10 + G.LEASE_US), (b"old.3", 11 + G.LEASE_US),
+                          (b"p.2", 12 + G.LEASE_US)])
+        self.assertEqual(G.claimed_jobs(header + [[]], "p."), [])
 
     def test_ack_args_are_done_ops_after_the_five_keys(self):
         args = G.ack_args("sha", [(b"a", 1), (b"b", 2)])

@@ -101,6 +101,11 @@ struct tenant {
     bool retired;         /* left the configuration: no more claims */
     bool wake_pending;    /* a push was notified while a claim was out */
     int64_t claim_sent_us; /* local time the claim left: the reply's round trip */
+    /* The outstanding claim's id prefix and lease_us: its reply's new jobs'
+     * ids begin with it, and its leases are slot + lease_us (sl_claim_parse),
+     * even should a reload change the tenant's meanwhile. */
+    char claim_id_prefix[SL_CLAIM_ID_PREFIX_SIZE + 1];
+    int64_t claim_lease_us;
     int64_t idle_ms;   /* polling backoff while the queue is empty */
     struct event *claim_timer;
     /* release_timer, ack_timer, resend_timer and pace's log are made when
@@ -776,7 +781,8 @@ static void on_claim_reply(redisReply *reply, void *arg)
     sl_claimed_job jobs[SL_CLAIM_BATCH];
     sl_claim_result result;
     char err[256];
-    if (!sl_claim_parse(reply, &result, jobs, SL_CLAIM_BATCH, err, sizeof err)) {
+    if (!sl_claim_parse(reply, t->claim_id_prefix, t->claim_lease_us, &result, jobs, SL_CLAIM_BATCH,
+                        err, sizeof err)) {
         SL_LOG(SL_LOG_ERROR, "msg=\"claim failed\" tenant=%s error=\"%s\"", t->name, err);
         schedule_claim(t, SL_CLAIM_RETRY_AFTER_ERROR_US);
         return;
@@ -907,10 +913,10 @@ void sl_tenant_claim(tenant *t)
         !sl_claim_has_room(t->waiting) || !sl_redis_clock_ready(&env->clock) || saturated(t))
         return;
     evtimer_del(t->claim_timer);
-    char id_prefix[SL_CLAIM_ID_PREFIX_SIZE + 1];
-    sl_claim_id_prefix(sl_random_u64(&env->rng), id_prefix);
-    strcat(id_prefix, ".");
-    sl_claim_build(&env->claim_argv, sha, &t->keys, &t->claim, id_prefix);
+    sl_claim_id_prefix(sl_random_u64(&env->rng), t->claim_id_prefix);
+    strcat(t->claim_id_prefix, ".");
+    t->claim_lease_us = t->claim.lease_us;
+    sl_claim_build(&env->claim_argv, sha, &t->keys, &t->claim, t->claim_id_prefix);
     const char **argv = sl_argv_finish(&env->claim_argv);
     t->claim_sent_us = sl_realtime_us();
     if (argv && sl_redis_client_send(env->redis, t->keys.queue, (int)env->claim_argv.count, argv,

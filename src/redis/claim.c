@@ -7,9 +7,10 @@
 
 #define CLAIM_FIXED_KEYS 6
 /* now, next, queue_len, reaped, dead_lettered, reasons, rate_milli,
- * rate_source, concurrency, paused_until */
-#define REPLY_HEADER 10
-#define REPLY_PER_JOB 6
+ * rate_source, concurrency, paused_until, retried */
+#define REPLY_HEADER 11
+#define REPLY_PER_JOB 2 /* slot, job */
+#define RETRIED_PER_JOB 4 /* place, id, attempts, first_seen */
 #define ACK_HEADER_ARGS 11 /* EVALSHA sha 7 seven-keys tenant */
 
 void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE])
@@ -83,9 +84,69 @@ static bool integer_at(const redisReply *reply, size_t i, int64_t *out)
     return true;
 }
 
-bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_job *jobs,
-                    size_t max_jobs, char *err, size_t err_size)
+/* The jobs of a parsed reply, as new ones: an id of id_prefix and the
+ * place in hex, no attempt made, the lease slot + lease_us. */
+static bool jobs_of(const redisReply *reply, const char *id_prefix, int64_t lease_us,
+                    sl_claimed_job *jobs, size_t count, char *err, size_t err_size)
 {
+    for (size_t j = 0; j < count; j++) {
+        size_t at = REPLY_HEADER + j * REPLY_PER_JOB;
+        sl_claimed_job *job = &jobs[j];
+        const redisReply *element = reply->element[at + 1];
+        if (!integer_at(reply, at, &job->slot_us) || element->type != REDIS_REPLY_STRING ||
+            job->slot_us > INT64_MAX - lease_us) {
+            snprintf(err, err_size, "claim: job %zu of the reply is not a slot and a string", j);
+            return false;
+        }
+        int n = snprintf(job->id_buf, sizeof job->id_buf, "%s%zx", id_prefix, j);
+        job->id = job->id_buf;
+        job->id_len = (size_t)n;
+        job->lease = job->slot_us + lease_us;
+        job->attempts = 0;
+        job->first_seen_us = 0;
+        job->job = element->str;
+        job->job_len = element->len;
+    }
+    return true;
+}
+
+/* The jobs a parsed reply says are not new: their ids, attempts and
+ * first_seen, by place (increasing, each below count). */
+static bool retried_of(const redisReply *retried, sl_claimed_job *jobs, size_t count, char *err,
+                       size_t err_size)
+{
+    bool ok = retried->type == REDIS_REPLY_ARRAY && retried->elements % RETRIED_PER_JOB == 0;
+    size_t next_place = 0; /* places increase */
+    for (size_t i = 0; ok && i < retried->elements; i += RETRIED_PER_JOB) {
+        struct redisReply *const *e = retried->element + i;
+        ok = e[0]->type == REDIS_REPLY_INTEGER && e[0]->integer >= 0 &&
+             (size_t)e[0]->integer >= next_place && (size_t)e[0]->integer < count &&
+             e[1]->type == REDIS_REPLY_STRING && e[2]->type == REDIS_REPLY_INTEGER &&
+             e[2]->integer >= 0 && e[3]->type == REDIS_REPLY_INTEGER;
+        if (!ok)
+            break;
+        sl_claimed_job *job = &jobs[e[0]->integer];
+        next_place = (size_t)e[0]->integer + 1;
+        job->id = e[1]->str;
+        job->id_len = e[1]->len;
+        job->attempts = e[2]->integer;
+        job->first_seen_us = e[3]->integer;
+    }
+    if (!ok)
+        snprintf(err, err_size,
+                 "claim: retried jobs are not (place, id, attempts, first_seen) in order");
+    return ok;
+}
+
+bool sl_claim_parse(const redisReply *reply, const char *id_prefix, int64_t lease_us,
+                    sl_claim_result *out, sl_claimed_job *jobs, size_t max_jobs, char *err,
+                    size_t err_size)
+{
+    if (strlen(id_prefix) > SL_CLAIM_ID_PREFIX_MAX || lease_us < 0) {
+        snprintf(err, err_size, "claim: id prefix over %d bytes or a negative lease",
+                 SL_CLAIM_ID_PREFIX_MAX);
+        return false;
+    }
     if (!reply) {
         snprintf(err, err_size, "claim: no reply");
         return false;
@@ -128,23 +189,8 @@ bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_jo
                  max_jobs);
         return false;
     }
-    for (size_t j = 0; j < out->job_count; j++) {
-        size_t at = REPLY_HEADER + j * REPLY_PER_JOB;
-        sl_claimed_job *job = &jobs[j];
-        const redisReply *id = reply->element[at], *element = reply->element[at + 5];
-        if (id->type != REDIS_REPLY_STRING || element->type != REDIS_REPLY_STRING ||
-            !integer_at(reply, at + 1, &job->slot_us) || !integer_at(reply, at + 2, &job->lease) ||
-            !integer_at(reply, at + 3, &job->attempts) ||
-            !integer_at(reply, at + 4, &job->first_seen_us)) {
-            snprintf(err, err_size, "claim: job %zu of the reply is malformed", j);
-            return false;
-        }
-        job->id = id->str;
-        job->id_len = id->len;
-        job->job = element->str;
-        job->job_len = element->len;
-    }
-    return true;
+    return jobs_of(reply, id_prefix, lease_us, jobs, out->job_count, err, err_size) &&
+           retried_of(reply->element[10], jobs, out->job_count, err, err_size);
 }
 
 void sl_claim_dead_reason(const sl_claim_result *r, size_t i, const char **reason, size_t *len,

@@ -47,14 +47,22 @@ typedef struct sl_claim_params {
 } sl_claim_params;
 
 
-/* One claimed job; the strings point into the reply it was parsed from. */
+/* The longest id prefix sl_claim_parse takes: a new job's id is the
+ * prefix and its place in the reply in hex, written into id_buf. */
+#define SL_CLAIM_ID_PREFIX_MAX 32
+#define SL_CLAIM_ID_MAX (SL_CLAIM_ID_PREFIX_MAX + 17)
+
+/* One claimed job; id (unless it is id_buf) and job point into the reply
+ * it was parsed from. */
 typedef struct sl_claimed_job {
     const char *id;
     size_t id_len;
+    char id_buf[SL_CLAIM_ID_MAX]; /* a new job's id */
     int64_t slot_us;
     int64_t lease;        /* the lease token acks must present */
     int64_t attempts;     /* HTTP attempts made before this one */
-    int64_t first_seen_us; /* when a claim first saw it queued (max_wait counts from it) */
+    int64_t first_seen_us; /* when a claim first saw it queued (max_wait counts from
+                              it); 0 for a new job, whose record holds it */
     const char *job;      /* the element as the producer pushed it */
     size_t job_len;
 } sl_claimed_job;
@@ -86,15 +94,19 @@ void sl_claim_id_prefix(uint64_t random, char out[SL_CLAIM_ID_PREFIX_SIZE]);
 
 /* Resets a and builds EVALSHA sha ... for lua/claim.lua on keys (p's
  * tenant's, under p's prefix; copied into a). id_prefix must be unique per
- * call (random): claimed jobs get ids id_prefix + "." + hex index. */
+ * call (random): new claimed jobs get ids id_prefix + their hex index. */
 void sl_claim_build(sl_argv *a, const char *sha, const sl_tenant_keys *keys,
                     const sl_claim_params *p, const char *id_prefix);
 
-/* Reads claim.lua's reply into out and jobs (at most max_jobs; the script
- * never returns more than the batch). False with a message on a malformed
- * reply. jobs[] point into reply: copy before freeing it. */
-bool sl_claim_parse(const redisReply *reply, sl_claim_result *out, sl_claimed_job *jobs,
-                    size_t max_jobs, char *err, size_t err_size);
+/* Reads claim.lua's reply to a call built with id_prefix (at most
+ * SL_CLAIM_ID_PREFIX_MAX bytes) and lease_us into out and jobs (at most
+ * max_jobs; the script never returns more than the batch): the reply
+ * leaves out what these tell (a new job's id, every lease). False with a
+ * message on a malformed reply. jobs[] point into reply: copy before
+ * freeing it. */
+bool sl_claim_parse(const redisReply *reply, const char *id_prefix, int64_t lease_us,
+                    sl_claim_result *out, sl_claimed_job *jobs, size_t max_jobs, char *err,
+                    size_t err_size);
 
 /* The i-th (< dead_reason_count) reason of a parsed reply: its text
  * (pointing into the reply, len bytes) and how many jobs it took. */
