@@ -13,9 +13,10 @@ KEYS  1 queue (LIST)  2 shape (HASH)  3 inflight (ZSET)  4 jobs (HASH)
 ARGV  1 capacity  2 rate_milli  3 overflow ("wait" | "dead-letter")
       4 max_wait_us (0: none)  5 lookahead_us  6 batch (most jobs to claim)
       7 lease_us (inflight deadline = slot + lease_us)  8 id_prefix (random,
-      new for every call: a new job's id is it and the job's place in hex)  9 tenant  10 format ("envelope" | "raw")
-      11 refill_us (see next_us)  12 max_job_bytes (larger jobs are
-      dead-lettered `too_large`)  13 now_us (0: Redis TIME; tests pass one)
+      new for every call: a new job's id is it and the job's place in hex)
+      9 tenant  10 format ("envelope" | "raw")  11 refill_us (see next_us)
+      12 max_job_bytes (larger jobs are dead-lettered `too_large`)
+      13 now_us (0: Redis TIME; tests pass one)
       14 limit count, then 5 per limit: name, type, first, second, on_deny
       (first, second as the limit's script takes them; rates in milli-jobs/s)
       after the limits (optional): concurrency, adaptive_min_milli,
@@ -80,12 +81,13 @@ and written with one HSET; the claimed jobs are written with one HSET and
 one ZADD, the consumed retries removed with one ZREM, the dead letters
 pushed with one LPUSH. A claim of WIDE_RECORDS_FROM jobs or more makes
 the jobs hash a table before it writes (see write_batch): the listpack
-Redis keeps a small hash in costs a search per field. Lua's work per job is kept small too: the usual
-pass (claim_plain_run) takes no table and few calls per job. A chunk is sized so that it may pull at most the reply's byte
-bound, guessing each unread job as large as the largest read so far (as
-max_job_bytes before any: 4 jobs at the default 1 MiB), and at most twice
-the chunk before it, so a claim that stops early (a shaped tenant's
-lookahead) reads little past its stop. Only jobs larger than every
+Redis keeps a small hash in costs a search per field. Lua's work per job
+is kept small too: the usual pass (claim_plain_run) takes no table and
+few calls per job. A chunk is sized so that it may pull at most the
+reply's byte bound, guessing each unread job as large as the largest read
+so far (as max_job_bytes before any: 4 jobs at the default 1 MiB), and at
+most twice the chunk before it, so a claim that stops early (a shaped
+tenant's lookahead) reads little past its stop. Only jobs larger than every
 earlier one can take a read past the bound. An oversize job (over
 max_job_bytes) is copied into Lua once, by the read, to be dead-lettered
 whole; never into `jobs` or the reply; and it counts against the byte
