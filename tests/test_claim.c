@@ -11,6 +11,7 @@
 #include "redis/claim.h"
 #include "redis/reslot.h"
 #include "redis_fixture.h"
+#include "resp_text.h"
 
 #define SEC INT64_C(1000000)
 #define MAX_BATCH 1000
@@ -136,14 +137,22 @@ static long long count(const char *command, const char *key)
     return n;
 }
 
-/* The newest dead-letter record, as a string the caller frees. */
-static char *newest_dead_letter(void)
+/* The string (or status) reply of command on key, as a string the caller
+ * frees. */
+static char *string_reply(const char *command, const char *key)
 {
-    redisReply *reply = redisCommand(fx.conn, "LINDEX %s 0", keys.dlq);
-    cr_assert(reply && reply->type == REDIS_REPLY_STRING, "no dead letter");
+    redisReply *reply = redisCommand(fx.conn, command, key);
+    cr_assert(reply && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS),
+              "%s on %s: no string", command, key);
     char *text = strdup(reply->str);
     freeReplyObject(reply);
     return text;
+}
+
+/* The newest dead-letter record, as a string the caller frees. */
+static char *newest_dead_letter(void)
+{
+    return string_reply("LINDEX %s 0", keys.dlq);
 }
 
 Test(claim, gives_fifo_jobs_slots_one_interval_apart)
@@ -461,17 +470,6 @@ Test(claim, a_claim_reads_the_queue_in_chunks_and_trims_exactly_what_it_took)
     free(rest);
 }
 
-/* OBJECT ENCODING of key, as a string the caller frees. */
-static char *encoding(const char *key)
-{
-    redisReply *reply = redisCommand(fx.conn, "OBJECT ENCODING %s", key);
-    cr_assert(reply && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS),
-              "OBJECT ENCODING %s", key);
-    char *text = strdup(reply->str);
-    freeReplyObject(reply);
-    return text;
-}
-
 /* A claim of 64 jobs or more writes its records into a hash table, not
  * the listpack Redis keeps a small hash in (searched end to end for every
  * field set or deleted): it adds one over-long field first and removes
@@ -487,12 +485,12 @@ Test(claim, a_large_claim_writes_its_records_into_a_table_and_leaves_no_other_fi
     sl_claim_params p = params(1000000000, SEC, 10);
     claimed *small = claim(&p);
     cr_assert_eq(small->result.job_count, 10);
-    char *before = encoding(keys.jobs);
+    char *before = string_reply("OBJECT ENCODING %s", keys.jobs);
     cr_assert_str_neq(before, "hashtable", "10 records: Redis's own choice (listpack, ziplist)");
     p.batch = 64;
     claimed *large = claim(&p);
     cr_assert_eq(large->result.job_count, 64);
-    char *after = encoding(keys.jobs);
+    char *after = string_reply("OBJECT ENCODING %s", keys.jobs);
     cr_assert_str_eq(after, "hashtable");
     cr_assert_eq(count("HLEN %s", keys.jobs), 74, "the claimed jobs and nothing else");
     for (int i = 0; i < 64; i++) {
@@ -1439,18 +1437,6 @@ Test(claim_ids, a_reslot_reply_that_lies_is_refused_with_the_reason)
     freeReplyObject(good);
 }
 
-/* A reply as hiredis reads it from RESP text. */
-static redisReply *resp(const char *text)
-{
-    redisReader *reader = redisReaderCreate();
-    cr_assert_eq(redisReaderFeed(reader, text, strlen(text)), REDIS_OK);
-    void *reply = NULL;
-    cr_assert_eq(redisReaderGetReply(reader, &reply), REDIS_OK);
-    cr_assert_not_null(reply, "incomplete RESP: %s", text);
-    redisReaderFree(reader);
-    return reply;
-}
-
 /* The header of a claim reply (11 fields) with `retried` as given, then
  * two jobs at slots 100 and 200. */
 static char *claim_reply(const char *retried)
@@ -1473,7 +1459,7 @@ Test(claim_ids, a_claim_reply_gives_ids_and_leases_by_the_call_and_refuses_lies)
     sl_claimed_job jobs[4];
     char err[256];
     char *text = claim_reply("*4\r\n:1\r\n$5\r\nold.7\r\n:2\r\n:77\r\n");
-    redisReply *good = resp(text);
+    redisReply *good = resp_text_reply(text);
     cr_assert(sl_claim_parse(good, "P.", 40, &r, jobs, 4, err, sizeof err), "%s", err);
     cr_assert_eq(r.job_count, 2);
     cr_assert_eq(jobs[0].id_len, 3);
@@ -1497,14 +1483,14 @@ Test(claim_ids, a_claim_reply_gives_ids_and_leases_by_the_call_and_refuses_lies)
     };
     for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
         text = claim_reply(lies[i]);
-        redisReply *lie = resp(text);
+        redisReply *lie = resp_text_reply(text);
         cr_assert_not(sl_claim_parse(lie, "P.", 40, &r, jobs, 4, err, sizeof err), "lie %zu", i);
         cr_assert(strstr(err, "retried jobs are not (place, id, attempts, first_seen) in order"),
                   "lie %zu: %s", i, err);
         freeReplyObject(lie);
         free(text);
     }
-    redisReply *overflow = resp("*13\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n*0\r\n:1000\r\n$4\r\nfile\r\n"
+    redisReply *overflow = resp_text_reply("*13\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n*0\r\n:1000\r\n$4\r\nfile\r\n"
                                 ":4\r\n:0\r\n*0\r\n:9223372036854775800\r\n$3\r\n{a}\r\n");
     cr_assert_not(sl_claim_parse(overflow, "P.", 40, &r, jobs, 4, err, sizeof err));
     cr_assert(strstr(err, "job 0 of the reply is not a slot and a string"), "%s", err);
