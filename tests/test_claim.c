@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "admission/admission.h"
+#include "base/hex.h"
 #include "redis/claim.h"
 #include "redis/reslot.h"
 #include "redis_fixture.h"
@@ -1500,4 +1501,18 @@ Test(claim_ids, a_claim_reply_gives_ids_and_leases_by_the_call_and_refuses_lies)
     long_prefix[sizeof long_prefix - 1] = '\0';
     cr_assert_not(sl_claim_parse(NULL, long_prefix, 40, &r, jobs, 4, err, sizeof err));
     cr_assert(strstr(err, "id prefix over"), "%s", err);
+}
+
+/* A new job's id ends in its place written as claim.lua's
+ * string.format('%x') writes it: lower case, no leading zeros. */
+Test(claim_ids, new_job_ids_end_in_lower_case_hex_without_leading_zeros)
+{
+    const uint64_t values[] = {0, 9, 10, 15, 16, 255, 256, 511, 4096, UINT64_MAX};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
+        char got[17] = {0}, want[17];
+        size_t len = sl_hex_write(got, values[i]);
+        snprintf(want, sizeof want, "%" PRIx64, values[i]);
+        cr_assert_eq(len, strlen(want));
+        cr_assert_str_eq(got, want);
+    }
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/hex.h"
 #include "job/envelope.h"
 #include "redis/claim.h"
 
@@ -89,6 +90,7 @@ static bool integer_at(const redisReply *reply, size_t i, int64_t *out)
 static bool jobs_of(const redisReply *reply, const char *id_prefix, int64_t lease_us,
                     sl_claimed_job *jobs, size_t count, char *err, size_t err_size)
 {
+    size_t prefix_len = strlen(id_prefix); /* <= SL_CLAIM_ID_PREFIX_MAX */
     for (size_t j = 0; j < count; j++) {
         size_t at = REPLY_HEADER + j * REPLY_PER_JOB;
         sl_claimed_job *job = &jobs[j];
@@ -98,9 +100,9 @@ static bool jobs_of(const redisReply *reply, const char *id_prefix, int64_t leas
             snprintf(err, err_size, "claim: job %zu of the reply is not a slot and a string", j);
             return false;
         }
-        int n = snprintf(job->id_buf, sizeof job->id_buf, "%s%zx", id_prefix, j);
+        memcpy(job->id_buf, id_prefix, prefix_len);
+        job->id_len = prefix_len + sl_hex_write(job->id_buf + prefix_len, j);
         job->id = job->id_buf;
-        job->id_len = (size_t)n;
         job->lease = job->slot_us + lease_us;
         job->attempts = 0;
         job->first_seen_us = 0;

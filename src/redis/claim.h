@@ -50,14 +50,14 @@ typedef struct sl_claim_params {
 /* The longest id prefix sl_claim_parse takes: a new job's id is the
  * prefix and its place in the reply in hex, written into id_buf. */
 #define SL_CLAIM_ID_PREFIX_MAX 32
-#define SL_CLAIM_ID_MAX (SL_CLAIM_ID_PREFIX_MAX + 17)
+#define SL_CLAIM_ID_MAX (SL_CLAIM_ID_PREFIX_MAX + 16) /* no NUL */
 
 /* One claimed job; id (unless it is id_buf) and job point into the reply
  * it was parsed from. */
 typedef struct sl_claimed_job {
     const char *id;
     size_t id_len;
-    char id_buf[SL_CLAIM_ID_MAX]; /* a new job's id */
+    char id_buf[SL_CLAIM_ID_MAX]; /* a new job's id (id_len bytes, no NUL) */
     int64_t slot_us;
     int64_t lease;        /* the lease token acks must present */
     int64_t attempts;     /* HTTP attempts made before this one */
