@@ -129,6 +129,16 @@ static void push(const char *job)
     freeReplyObject(redisCommand(fx.conn, "LPUSH %s %s", keys.queue, job));
 }
 
+/* Pushes n jobs {"n":0} .. {"n":n-1}, oldest first. */
+static void push_numbered(int n)
+{
+    for (int i = 0; i < n; i++) {
+        char job[32];
+        snprintf(job, sizeof job, "{\"n\":%d}", i);
+        push(job);
+    }
+}
+
 static long long count(const char *command, const char *key)
 {
     redisReply *reply = redisCommand(fx.conn, command, key);
@@ -417,11 +427,7 @@ Test(claim, done_forgets_the_job_without_reading_its_record)
 
 Test(claim, release_hands_jobs_back_in_order_without_an_attempt)
 {
-    for (int i = 0; i < 12; i++) {
-        char job[32];
-        snprintf(job, sizeof job, "{\"n\":%d}", i);
-        push(job);
-    }
+    push_numbered(12);
     sl_claim_params p = params(1000000, SEC, 20);
     claimed *c = claim(&p);
     cr_assert_eq(c->result.job_count, 12);
@@ -446,11 +452,7 @@ Test(claim, release_hands_jobs_back_in_order_without_an_attempt)
  * many chunks takes exactly the oldest jobs, in order, and leaves the rest. */
 Test(claim, a_claim_reads_the_queue_in_chunks_and_trims_exactly_what_it_took)
 {
-    for (int i = 0; i < 700; i++) {
-        char job[32];
-        snprintf(job, sizeof job, "{\"n\":%d}", i);
-        push(job);
-    }
+    push_numbered(700);
     sl_claim_params p = params(1000000000, SEC, 600); /* 1,000,000/s */
     claimed *c = claim(&p);
     cr_assert_eq(c->result.job_count, 600);
@@ -473,16 +475,12 @@ Test(claim, a_claim_reads_the_queue_in_chunks_and_trims_exactly_what_it_took)
 
 /* A claim of 64 jobs or more writes its records into a hash table, not
  * the listpack Redis keeps a small hash in (searched end to end for every
- * field set or deleted): it adds one over-long field first and removes
- * it, so the hash holds exactly the claimed jobs. A smaller claim leaves
- * the hash as Redis makes it. */
+ * field set or deleted): it sets one over-long field with its first
+ * record and removes it before the rest, so the hash holds exactly the
+ * claimed jobs. A smaller claim leaves the hash as Redis makes it. */
 Test(claim, a_large_claim_writes_its_records_into_a_table_and_leaves_no_other_field)
 {
-    for (int i = 0; i < 74; i++) {
-        char job[32];
-        snprintf(job, sizeof job, "{\"n\":%d}", i);
-        push(job);
-    }
+    push_numbered(74);
     sl_claim_params p = params(1000000000, SEC, 10);
     claimed *small = claim(&p);
     cr_assert_eq(small->result.job_count, 10);
