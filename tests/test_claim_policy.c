@@ -48,7 +48,7 @@ Test(claim_policy, outcomes_gather_ten_intervals_within_2_to_100_ms)
     cr_assert_eq(sl_ack_delay_us(PER_SECOND(1000)), 10000);
     cr_assert_eq(sl_ack_delay_us(PER_SECOND(200)), 50000);
     cr_assert_eq(sl_ack_delay_us(PER_SECOND(100000)), 2000, "fast tenants ack every 2 ms");
-    cr_assert_eq(sl_ack_delay_us(PER_SECOND(10)), 150000, "1 s of outcomes: capped at 150 ms");
+    cr_assert_eq(sl_ack_delay_us(PER_SECOND(10)), 100000, "1 s of outcomes: capped at 100 ms");
 }
 
 Test(claim_policy, a_push_during_a_claim_claims_again_at_once)

@@ -67,15 +67,17 @@
  * more CPU per job than acking about 40 (bench/RESULTS.md, issue 18). */
 #define SL_ACK_BATCH_OPS 40
 #define SL_ACK_BATCH_ARGS (3 * SL_ACK_BATCH_OPS)
-/* Outcomes gather within SL_BATCH_INTERVALS intervals, but 2 to 150 ms:
+/* Outcomes gather within SL_BATCH_INTERVALS intervals, but 2 to 100 ms:
  * a 10 ms floor was measured to make departures later at 100-10,000/s (up
  * to 19 ms at the p99 instead of under 1 ms, bench --only shaping), so
- * fast tenants ack every 2 ms. At 150 ms a tenant at 100/s acks 15 jobs a
- * round trip, 0.13 Redis calls per job with its claims (at 100 ms it was
- * 0.165, over issue 18's 0.16); longer would leave more delivered jobs
- * to be delivered again if this process died before acking them. */
+ * fast tenants ack every 2 ms. Longer than 100 ms would leave more
+ * delivered jobs to be delivered again if this process died before acking
+ * them, and tells an adaptive tenant's controller its outcomes later: at
+ * 150 ms (0.135 Redis calls per job at 100/s instead of 0.165) the bench's
+ * adaptive tenant took 12.5-13 s instead of 2-3 s to settle near 40/s in
+ * two runs of four (bench/RESULTS.md, issue 18). */
 #define SL_ACK_DELAY_MIN_US 2000
-#define SL_ACK_DELAY_MAX_US 150000
+#define SL_ACK_DELAY_MAX_US 100000
 /* An empty queue is polled after 10 ms, then twice as long each time. */
 #define SL_IDLE_MIN_MS 10
 /* SPEC: polling backs off to at most 1 s. */
