@@ -13,8 +13,8 @@
  * Checked, beyond memory safety (ASan sees any read outside the reply):
  * a parsed claim holds at most the batch; every job's element, a retried
  * job's id and every dead-letter reason lie in strings of the reply, a new
- * job's id in the job's id_buf; every lease is the slot + lease_us; a reslot reply
- * taken gives its slots in order; a refusal says why.
+ * job's id in the job's id_buf; every lease is the slot + lease_us; a
+ * reslot reply taken gives its slots in order; a refusal says why.
  *
  * Not fuzzed: array lengths over 100,000 (resp_stream.h says why). */
 #include <stdbool.h>

@@ -75,7 +75,7 @@
  * them, and tells an adaptive tenant's controller its outcomes later: at
  * 150 ms (0.135 Redis calls per job at 100/s instead of 0.165) the bench's
  * adaptive tenant took 12.5-13 s instead of 2-3 s to settle near 40/s in
- * two runs of four (bench/RESULTS.md, issue 18). */
+ * two runs of six (bench/RESULTS.md, issue 18). */
 #define SL_ACK_DELAY_MIN_US 2000
 #define SL_ACK_DELAY_MAX_US 100000
 /* An empty queue is polled after 10 ms, then twice as long each time. */
